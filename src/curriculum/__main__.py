@@ -1,0 +1,5 @@
+import sys
+
+from curriculum.cli import main
+
+sys.exit(main())

@@ -1,0 +1,166 @@
+"""The suite API: what `kernels/<topic>/suite.py` declares.
+
+A topic folder holds numbered `.cu` files (`01_naive.cu`, `02_coalesced.cu`, ...)
+and one `suite.py` that binds a module-level name `SUITE` to a `Suite`. The list
+of versions is discovered from the files; a suite only says how to feed, launch,
+check and count them. Each `Benchmark` claims versions by a glob on the file
+stem, so one topic can hold several operations (copy, reduce, transpose).
+
+Nothing here imports CuPy: a suite module is imported on machines without a
+GPU (for `--list` and for the build's staleness checks), so suites import
+`cupy` inside their functions only.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Shape = Mapping[str, int]
+Arrays = dict[str, Any]  # name -> cupy.ndarray
+CeilingName = Literal["copy", "read", "sgemm_fp32", "gemm_bf16"]
+
+VERSION_FILE = re.compile(r"^(?P<number>\d{2})_(?P<name>[a-z0-9_]+)\.cu$")
+
+
+@dataclass(frozen=True)
+class Version:
+    """One `.cu` file: a kernel version of a topic."""
+
+    topic: str
+    path: Path
+    number: int
+    name: str
+    source: str
+
+    @property
+    def stem(self) -> str:
+        return self.path.stem
+
+    @property
+    def id(self) -> str:
+        return f"{self.topic}/{self.stem}"
+
+    @property
+    def header(self) -> list[str]:
+        """The leading `//` comment block, markers stripped."""
+        lines = []
+        for line in self.source.splitlines():
+            if not line.startswith("//"):
+                break
+            lines.append(line[2:].strip())
+        return lines
+
+    @property
+    def title(self) -> str:
+        head = self.header
+        return head[0] if head else self.stem
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """An output buffer the harness allocates and poisons before each check."""
+
+    shape: Callable[[Shape], tuple[int, ...]]
+    dtype: str  # numpy dtype name, e.g. "float32", "bfloat16" is not numpy: use "uint16" + view
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """Which same-run ceilings bound this benchmark.
+
+    The floor time is max(bytes / bandwidth, flops / compute); a ceiling left as
+    None does not bound it.
+    """
+
+    bandwidth: CeilingName | None = "copy"
+    compute: CeilingName | None = None
+
+
+@dataclass(frozen=True)
+class LibraryBaseline:
+    """A library operation timed in the same run at the same shape.
+
+    `make` receives the case's inputs and shape and returns a zero-argument
+    callable that enqueues the library operation on the current stream.
+    """
+
+    name: str
+    make: Callable[[Arrays, Shape], Callable[[], None]]
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One operation of a topic, and every version that implements it.
+
+    - `match`: glob on version stems (e.g. "*_copy_*"); each .cu file must be
+      claimed by exactly one benchmark of its suite.
+    - `inputs(shape, rng)`: fresh random device arrays (never zeros).
+    - `outputs`: output buffers by name; poisoned (NaN, or all bits set) before
+      every checked launch.
+    - `reference(inputs64, shape)`: the float64 answer from the inputs upcast to
+      float64 (device arrays), by output name.
+    - `launch(module, version, shape, arrays)`: enqueue the version's kernel(s)
+      on the current stream; `module` is the compiled `cupy.RawModule`,
+      `arrays` holds inputs and outputs by name.
+    - `flops(shape)`, `bytes(shape)`: the work model; `work_convention` states
+      what is counted (e.g. "2MNK FLOPs; A, B read once and C written once").
+    - `tolerance`: largest ||out-ref||/||ref||, with `tolerance_reason`.
+    - `shapes`: every shape to sweep; `headline` is the one pages cite by default.
+    - `compile_options`: NVRTC options for every version of this benchmark;
+      `version_options` adds options for individual stems.
+    """
+
+    name: str
+    match: str
+    inputs: Callable[[Shape, Any], Arrays]
+    outputs: Mapping[str, OutputSpec]
+    reference: Callable[[Arrays, Shape], Arrays]
+    launch: Callable[[Any, Version, Shape, Arrays], None]
+    flops: Callable[[Shape], float]
+    bytes: Callable[[Shape], float]
+    work_convention: str
+    tolerance: float
+    tolerance_reason: str
+    shapes: Sequence[Shape]
+    headline: Shape
+    roofline: Roofline = field(default_factory=Roofline)
+    baseline: LibraryBaseline | None = None
+    compile_options: tuple[str, ...] = ("--std=c++17", "-arch=sm_90")
+    version_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    compare: Callable[[Arrays], Arrays] | None = None  # e.g. view uint16 as bf16 -> float64
+
+    def claims(self, version: Version) -> bool:
+        return fnmatch.fnmatchcase(version.stem, self.match)
+
+
+@dataclass(frozen=True)
+class Suite:
+    """What `kernels/<topic>/suite.py` binds to the name `SUITE`."""
+
+    topic: str
+    benchmarks: Sequence[Benchmark]
+    description: str = ""
+
+
+def discover_versions(topic_dir: Path) -> list[Version]:
+    """Every `NN_name.cu` file in a topic folder, in number order."""
+    versions = []
+    for path in sorted(topic_dir.glob("*.cu")):
+        m = VERSION_FILE.match(path.name)
+        if not m:
+            continue
+        versions.append(
+            Version(
+                topic=topic_dir.name,
+                path=path,
+                number=int(m["number"]),
+                name=m["name"],
+                source=path.read_text(encoding="utf-8"),
+            )
+        )
+    return versions

@@ -1,0 +1,123 @@
+"""The validated, resolved content of a project: what `validate` builds and
+every later stage reads. Entries are frozen; lists are tuples."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from markdown_it.token import Token
+
+from curriculum.errors import Loc
+from curriculum.markdown import Refs
+from curriculum.models import (
+    CapsuleMeta,
+    Course,
+    ExperimentMeta,
+    Ladder,
+    LearningPath,
+    Part,
+    QuestionMeta,
+    Site,
+    Syllabus,
+)
+
+
+@dataclass(frozen=True)
+class Body:
+    """A Markdown text and where it starts in its file."""
+
+    text: str
+    file: str
+    line: int  # 1-based line of the text's first line
+    refs: Refs = field(default_factory=Refs, compare=False)
+    tokens: tuple[Token, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class CapsuleEntry:
+    id: str
+    course: str
+    part: str
+    number: str  # "2.3": part 2, third capsule
+    meta: CapsuleMeta
+    loc: Loc
+    preview: Body  # the text before <!-- more --> (the whole body when there is no marker)
+    rest: Body | None  # the text after the marker
+    minutes: int
+    figures: int  # figures and charts cited in the whole body
+
+    @property
+    def draft(self) -> bool:
+        return self.meta.status == "draft"
+
+    @property
+    def access(self) -> str:
+        return self.meta.access
+
+
+@dataclass(frozen=True)
+class CourseEntry:
+    id: str
+    meta: Course
+    loc: Loc
+    parts: tuple[Part, ...]
+    syllabus: Syllabus | None
+
+
+@dataclass(frozen=True)
+class QuestionEntry:
+    id: str
+    meta: QuestionMeta
+    loc: Loc
+    question: Body
+    answer: Body
+    related: tuple[tuple[str, float], ...]  # (capsule id, overlap score 0..1), best first
+
+    @property
+    def access(self) -> str:
+        return self.meta.access
+
+
+@dataclass(frozen=True)
+class ExperimentEntry:
+    id: str
+    meta: ExperimentMeta
+    loc: Loc
+    preview: Body
+    rest: Body | None
+
+    @property
+    def access(self) -> str:
+        return self.meta.access
+
+
+@dataclass(frozen=True)
+class PathEntry:
+    id: str
+    meta: LearningPath
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class Catalog:
+    site: Site
+    courses: Mapping[str, CourseEntry]
+    capsules: Mapping[str, CapsuleEntry]
+    questions: Mapping[str, QuestionEntry]
+    experiments: Mapping[str, ExperimentEntry]
+    paths: Mapping[str, PathEntry]
+    ladder: Ladder | None
+    ladder_loc: Loc | None
+
+    @property
+    def tier_rank(self) -> Mapping[str, int]:
+        return MappingProxyType({t.id: i for i, t in enumerate(self.site.tiers)})
+
+    def tier_label(self, tier: str) -> str:
+        return next(t.label for t in self.site.tiers if t.id == tier)
+
+    def capsules_of(self, course: str) -> list[CapsuleEntry]:
+        entry = self.courses[course]
+        return [self.capsules[c] for p in entry.parts for c in p.capsules]

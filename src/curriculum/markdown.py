@@ -1,0 +1,322 @@
+"""Markdown: one configured markdown-it parser, the project's syntax rules,
+and the references a document makes.
+
+Syntax beyond CommonMark, each added as a markdown-it rule:
+
+- tables, footnotes, definition lists, admonitions (`!!! note "Title"`),
+  heading anchors, `$math$` / `$$math$$` (MathML at build time);
+- `[text](capsule:id)`, `question:id`, `experiment:id` links to content;
+- `{fig:topic/version.field}` / `{fig:topic/version.field@k=v,...}` /
+  `{fig:ceiling/copy.tbps}`: a measured figure (see `measure`);
+- a fenced block with info `chart`: a YAML chart spec (see `charts`);
+- HTML comments are dropped; `<!-- more -->` and `<!-- answer -->` are markers.
+
+Raw HTML is never passed through (`html=False`) and only known link schemes
+are turned into links.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_block import StateBlock
+from markdown_it.rules_inline import StateInline
+from markdown_it.token import Token
+from mdit_py_plugins.admon import admon_plugin
+from mdit_py_plugins.anchors import anchors_plugin
+from mdit_py_plugins.deflist import deflist_plugin
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+from mdit_py_plugins.footnote import footnote_plugin
+
+EXTERNAL_SCHEMES = frozenset({"http", "https", "mailto"})
+CONTENT_SCHEMES = frozenset({"capsule", "question", "experiment"})
+LANGUAGES = {
+    "cuda": "cuda", "cu": "cuda", "c++": "cpp", "cpp": "cpp", "c": "c", "python": "python",
+    "py": "python", "bash": "bash", "sh": "bash", "console": "console", "text": "text",
+    "yaml": "yaml", "json": "json", "ptx": "text", "sass": "text", "": "text",
+}
+FIG_RE = re.compile(
+    r"\{fig:(?P<case>[a-z0-9_-]+/[A-Za-z0-9_-]+)\.(?P<field>[a-z0-9_]+)"
+    r"(?:@(?P<shape>[a-z0-9_]+=\d+(?:,[a-z0-9_]+=\d+)*))?(?:#(?P<gpu>[a-z0-9-]+))?\}"
+)
+SCHEME_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
+_INVISIBLE = re.compile(r"[\x00-\x20\x7f]+")
+
+
+def link_scheme(url: str) -> str | None:
+    """The scheme of a URL as a browser would read it, lower-cased, or None."""
+    m = SCHEME_RE.match(_INVISIBLE.sub("", url))
+    return m.group(1).lower() if m else None
+
+
+def is_allowed_link(url: str) -> bool:
+    scheme = link_scheme(url)
+    return scheme is None or scheme in EXTERNAL_SCHEMES | CONTENT_SCHEMES
+
+
+# --- rules ---------------------------------------------------------------------
+
+
+def _comment_block(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+    """`<!-- ... -->` starting a line: dropped, except markers kept as tokens."""
+    pos = state.bMarks[start] + state.tShift[start]
+    if state.sCount[start] - state.blkIndent >= 4 or not state.src.startswith("<!--", pos):
+        return False
+    line = start
+    while line < end:
+        text = state.src[state.bMarks[line]:state.eMarks[line]]
+        if "-->" in text:
+            break
+        line += 1
+    if line >= end:
+        return False
+    if silent:
+        return True
+    inner = state.src[pos:state.eMarks[line]]
+    token = state.push("comment", "", 0)
+    token.content = inner[4:inner.rfind("-->")].strip()
+    token.map = [start, line + 1]
+    token.hidden = True
+    state.line = line + 1
+    return True
+
+
+def _comment_inline(state: StateInline, silent: bool) -> bool:
+    if not state.src.startswith("<!--", state.pos):
+        return False
+    close = state.src.find("-->", state.pos + 4)
+    if close < 0:
+        return False
+    state.pos = close + 3
+    return True
+
+
+def _figure_inline(state: StateInline, silent: bool) -> bool:
+    if not state.src.startswith("{fig:", state.pos):
+        return False
+    m = FIG_RE.match(state.src, state.pos)
+    if not m:
+        return False
+    if not silent:
+        token = state.push("figure_ref", "", 0)
+        token.meta = {k: v for k, v in m.groupdict().items()}
+        token.meta["offset"] = state.pos
+        token.content = m.group(0)
+    state.pos = m.end()
+    return True
+
+
+def _math_renderer(content: str, options: dict[str, Any]) -> str:
+    return to_mathml(content, bool(options.get("display_mode")))
+
+
+@lru_cache(maxsize=8192)
+def to_mathml(latex: str, display: bool) -> str:
+    from latex2mathml.converter import convert
+
+    return convert(latex.strip(), display="block" if display else "inline")
+
+
+@lru_cache(maxsize=1)
+def parser() -> MarkdownIt:
+    """The one parser every document goes through (token rules only; output
+    rules that need a page's context are installed by `render`)."""
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    md.validateLink = is_allowed_link
+    md.use(footnote_plugin).use(deflist_plugin).use(admon_plugin)
+    md.use(anchors_plugin, min_level=2, max_level=3, permalink=True, permalinkSymbol="#")
+    md.use(dollarmath_plugin, allow_digits=False, renderer=_math_renderer)
+    md.block.ruler.before("html_block", "comment", _comment_block,
+                          {"alt": ["paragraph", "reference", "blockquote"]})
+    md.inline.ruler.before("html_inline", "comment_inline", _comment_inline)
+    md.inline.ruler.before("link", "figure_ref", _figure_inline)
+    return md
+
+
+def parse(text: str) -> list[Token]:
+    return parser().parse(text, {})
+
+
+# --- what a document refers to ------------------------------------------------------
+
+
+@dataclass
+class Refs:
+    """References found in one document, each with a 0-based line in the body."""
+
+    links: list[tuple[str, int]] = field(default_factory=list)  # href, line
+    figures: list[tuple[dict[str, Any], int]] = field(default_factory=list)
+    charts: list[tuple[str, int]] = field(default_factory=list)  # YAML text, line of the fence
+    images: list[tuple[str, str, int]] = field(default_factory=list)  # src, alt, line
+    code_langs: list[tuple[str, int]] = field(default_factory=list)
+    math: list[tuple[str, bool, int]] = field(default_factory=list)
+    markers: list[tuple[str, int]] = field(default_factory=list)  # comment text, line
+    words: int = 0
+    code_lines: int = 0
+
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’-]*")
+
+
+def collect_refs(tokens: list[Token]) -> Refs:
+    refs = Refs()
+    for tok in tokens:
+        line = tok.map[0] if tok.map else 0
+        if tok.type == "fence":
+            info = tok.info.strip().split()[0] if tok.info.strip() else ""
+            if info == "chart":
+                refs.charts.append((tok.content, line))
+            else:
+                refs.code_langs.append((info, line))
+                refs.code_lines += tok.content.count("\n")
+        elif tok.type == "code_block":
+            refs.code_lines += tok.content.count("\n")
+        elif tok.type == "math_block":
+            refs.math.append((tok.content, True, line))
+        elif tok.type == "comment":
+            refs.markers.append((tok.content, line))
+        elif tok.type == "inline" and tok.children:
+            _collect_inline(tok, line, refs)
+    return refs
+
+
+def _collect_inline(tok: Token, line: int, refs: Refs) -> None:
+    src = tok.content
+    assert tok.children is not None
+    for child in tok.children:
+        if child.type == "text":
+            refs.words += len(_WORD.findall(child.content))
+        elif child.type == "link_open":
+            href = str(child.attrs.get("href", ""))
+            refs.links.append((href, line + _line_of(src, href)))
+        elif child.type == "image":
+            src_attr = str(child.attrs.get("src", ""))
+            alt = "".join(c.content for c in (child.children or []))
+            refs.images.append((src_attr, alt, line + _line_of(src, src_attr)))
+        elif child.type == "figure_ref":
+            refs.figures.append((child.meta, line + src.count("\n", 0, child.meta["offset"])))
+        elif child.type == "math_inline":
+            refs.math.append((child.content, False, line + _line_of(src, child.content)))
+
+
+def _line_of(src: str, needle: str) -> int:
+    at = src.find(needle) if needle else -1
+    return src.count("\n", 0, at) if at > 0 else 0
+
+
+def split_at_marker(body: str, marker: str) -> tuple[str, str | None]:
+    """Split Markdown at a `<!-- marker -->` line outside fenced code."""
+    lines = body.split("\n")
+    fence: str | None = None
+    for i, raw in enumerate(lines):
+        stripped = raw.strip()
+        if fence:
+            if stripped.startswith(fence):
+                fence = None
+            continue
+        if stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+            continue
+        if re.fullmatch(rf"<!--\s*{re.escape(marker)}\s*-->", stripped):
+            return "\n".join(lines[:i]), "\n".join(lines[i + 1:])
+    return body, None
+
+
+Renderer = Callable[[list[Token], dict[str, Any]], str]
+
+
+# --- output rules: a page's context arrives through `env` ------------------------------
+
+
+@lru_cache(maxsize=4096)
+def highlight(code: str, lang: str) -> str:
+    from pygments import highlight as pyg_highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import get_lexer_by_name
+
+    name = LANGUAGES.get(lang.lower(), "text")
+    lexer = get_lexer_by_name(name, stripnl=False)
+    formatter = HtmlFormatter(cssclass="highlight", wrapcode=True)
+    return f'<div class="code" data-lang="{name}">{pyg_highlight(code, lexer, formatter)}</div>\n'
+
+
+def _render_fence(self: Any, tokens: list[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
+    tok = tokens[idx]
+    info = tok.info.strip().split()[0] if tok.info.strip() else ""
+    if info == "chart":
+        return env["chart"](tok.content, tok.map[0] if tok.map else 0)
+    return highlight(tok.content, info)
+
+
+def _render_code_block(self: Any, tokens: list[Token], idx: int, options: Any,
+                       env: dict[str, Any]) -> str:
+    return highlight(tokens[idx].content, "text")
+
+
+def _render_link_open(self: Any, tokens: list[Token], idx: int, options: Any,
+                      env: dict[str, Any]) -> str:
+    from html import escape
+
+    tok = tokens[idx]
+    href = str(tok.attrs.get("href", ""))
+    attrs = {**tok.attrs, "href": env["link"](href)}
+    if link_scheme(href) in ("http", "https"):
+        attrs["rel"] = "noopener"
+    return "<a" + "".join(f' {k}="{escape(str(v))}"' for k, v in attrs.items()) + ">"
+
+
+def _render_image(self: Any, tokens: list[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
+    tok = tokens[idx]
+    from html import escape
+
+    alt = escape("".join(c.content for c in (tok.children or [])))
+    src = escape(env["image"](str(tok.attrs.get("src", ""))))
+    title = tok.attrs.get("title")
+    caption = f"<figcaption>{escape(str(title))}</figcaption>" if title else ""
+    return f'<figure class="image"><img src="{src}" alt="{alt}" loading="lazy">{caption}</figure>'
+
+
+def _render_figure_ref(self: Any, tokens: list[Token], idx: int, options: Any,
+                       env: dict[str, Any]) -> str:
+    return env["figure"](tokens[idx].meta)
+
+
+def _render_nothing(self: Any, tokens: list[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
+    return ""
+
+
+@lru_cache(maxsize=1)
+def renderer_parser() -> MarkdownIt:
+    """The parser with output rules installed; `render_tokens` needs env keys
+    link, image, figure and chart (callables)."""
+    md = parser()
+    md.add_render_rule("fence", _render_fence)
+    md.add_render_rule("code_block", _render_code_block)
+    md.add_render_rule("link_open", _render_link_open)
+    md.add_render_rule("image", _render_image)
+    md.add_render_rule("figure_ref", _render_figure_ref)
+    md.add_render_rule("comment", _render_nothing)
+    return md
+
+
+def render_tokens(tokens: list[Token], env: dict[str, Any]) -> str:
+    md = renderer_parser()
+    return md.renderer.render(tokens, md.options, env)
+
+
+def headings(tokens: list[Token]) -> list[tuple[int, str, str]]:
+    """(level, id, text) of every h2/h3, for a page's table of contents."""
+    out = []
+    for i, tok in enumerate(tokens):
+        if tok.type == "heading_open" and tok.tag in ("h2", "h3") and "id" in tok.attrs:
+            inline = tokens[i + 1]
+            text = "".join(c.content for c in (inline.children or [])
+                           if c.type in ("text", "code_inline", "math_inline"))
+            out.append((int(tok.tag[1]), str(tok.attrs["id"]), text.strip()))
+    return out

@@ -1,0 +1,295 @@
+"""Stage 3, `measure`: attach measured results to the figures pages cite.
+
+Reads every `kernels/results/<gpu>.json`, resolves each `{fig:...}` reference
+and each chart block of every body, and marks figures that are missing (no
+result yet) or stale (the kernel's source changed since it was measured).
+Missing and stale figures are warnings, errors under `--strict`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from curriculum.catalog import Body, Catalog
+from curriculum.errors import Diagnostics, Loc, did_you_mean, rel
+from curriculum.results import CaseResult, ResultsFile, Run, source_hash
+from curriculum.yamlio import load_yaml
+
+CASE_FIELDS = ("ms", "us", "gbps", "tbps", "tflops", "pct_roofline", "pct_library", "rel_err",
+               "library_ms", "library_gbps", "library_tflops")
+CEILING_FIELDS = ("ms", "gbps", "tbps", "tflops")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A cited number as a page shows it."""
+
+    text: str
+    value: float | None
+    provenance: str
+    stale: bool = False
+    missing: bool = False
+
+
+@dataclass(frozen=True)
+class Chart:
+    svg: str
+    name: str  # file name under figures/
+    alt: str
+    caption: str | None
+
+
+def format_value(field_name: str, v: float) -> str:
+    if field_name in ("ms", "library_ms"):
+        return f"{v:.3f} ms" if v < 100 else f"{v:,.0f} ms"
+    if field_name == "us":
+        return f"{v:,.1f} µs"
+    if field_name in ("gbps", "library_gbps"):
+        return f"{v:,.0f} GB/s"
+    if field_name == "tbps":
+        return f"{v:.2f} TB/s"
+    if field_name in ("tflops", "library_tflops"):
+        return f"{v:,.1f} TFLOP/s"
+    if field_name.startswith("pct_"):
+        return f"{v:.1f}%" if v < 10 else f"{v:.0f}%"
+    if field_name == "rel_err":
+        return f"{v:.1e}"
+    return f"{v:g}"
+
+
+def case_value(case: CaseResult, field_name: str) -> float | None:
+    base = case.baseline
+    return {
+        "ms": case.stat.median_ms,
+        "us": case.stat.median_ms * 1000,
+        "gbps": case.gbps,
+        "tbps": case.gbps / 1000,
+        "tflops": case.tflops,
+        "pct_roofline": case.pct_roofline,
+        "pct_library": case.pct_library,
+        "rel_err": case.rel_err,
+        "library_ms": base.stat.median_ms if base else None,
+        "library_gbps": base.gbps if base else None,
+        "library_tflops": base.tflops if base else None,
+    }.get(field_name)
+
+
+@dataclass
+class Measurements:
+    """Results by GPU slug, and the figures and charts resolved against them."""
+
+    root: Path
+    primary: str
+    results: dict[str, ResultsFile] = field(default_factory=dict)
+    _hashes: dict[str, str | None] = field(default_factory=dict)
+    _charts: dict[str, Chart] = field(default_factory=dict)
+
+    def current_hash(self, case_id: str) -> str | None:
+        if case_id not in self._hashes:
+            path = self.root / "kernels" / f"{case_id}.cu"
+            self._hashes[case_id] = source_hash(path) if path.is_file() else None
+        return self._hashes[case_id]
+
+    def figure(self, ref: dict[str, Any]) -> Figure:
+        gpu = ref.get("gpu") or self.primary
+        case_id, field_name = ref["case"], ref["field"]
+        results = self.results.get(gpu)
+        placeholder = Figure("[not measured]", None, f"{case_id} has no result on {gpu} yet",
+                             missing=True)
+        if results is None:
+            return placeholder
+        if case_id.startswith("ceiling/"):
+            run = results.latest_run()
+            ceiling = run.ceilings.get(case_id.split("/", 1)[1]) if run else None
+            if run is None or ceiling is None:
+                return placeholder
+            value = {"ms": ceiling.stat.median_ms, "gbps": ceiling.gbps,
+                     "tbps": ceiling.gbps / 1000 if ceiling.gbps else None,
+                     "tflops": ceiling.tflops}.get(field_name)
+            if value is None:
+                return placeholder
+            prov = (f"{run.provenance.gpu_name}: {ceiling.description}; median of "
+                    f"{ceiling.stat.samples} runs; measured {run.provenance.date[:10]}")
+            return Figure(format_value(field_name, value), value, prov)
+        case = results.case(case_id, ref.get("shape"))
+        if case is None:
+            return placeholder
+        value = case_value(case, field_name)
+        if value is None:
+            return Figure("[no value]", None, f"{case_id} has no {field_name}", missing=True)
+        run = results.runs.get(case.run)
+        stale = self.current_hash(case_id) != case.source_hash
+        return Figure(format_value(field_name, value), value, _provenance(case, run), stale=stale)
+
+    def chart(self, yaml_text: str, file: str, line: int, diags: Diagnostics) -> Chart | None:
+        key = hashlib.sha256(yaml_text.encode()).hexdigest()
+        if key in self._charts:
+            return self._charts[key]
+        data, _ = load_yaml(yaml_text, file, diags, line_offset=line)
+        if data is None:
+            return None
+        try:
+            from curriculum.charts import ChartSpec, chart_inputs_hash, render_chart
+        except ImportError as exc:  # charts need matplotlib
+            diags.error(Loc(file, line + 1, 1), "chart.unavailable", f"cannot render charts: {exc}")
+            return None
+        try:
+            spec = ChartSpec.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(chart)"
+            diags.error(Loc(file, line + 1, 1), "chart.invalid", f"{where}: {first['msg']}")
+            return None
+        gpu = getattr(spec, "gpu", None) or self.primary
+        results = self.results.get(gpu)
+        if results is None:
+            diags.warning(Loc(file, line + 1, 1), "chart.missing",
+                          f"no results for {gpu} to draw the {spec.kind} chart of '{spec.topic}'")
+            return None
+        try:
+            svg = render_chart(spec, results, self.root)
+        except ValueError as exc:
+            diags.warning(Loc(file, line + 1, 1), "chart.missing", str(exc))
+            return None
+        name = f"{spec.kind}-{spec.topic}-{chart_inputs_hash(spec, results)[:12]}.svg"
+        chart = Chart(svg, name, spec.alt, spec.caption)
+        self._charts[key] = chart
+        return chart
+
+
+def _provenance(case: CaseResult, run: Run | None) -> str:
+    s = case.stat
+    parts = [run.provenance.gpu_name if run else "unknown GPU", case.shape_label,
+             f"median of {s.samples} runs (p20 {s.p20_ms:.4g} ms, p80 {s.p80_ms:.4g} ms)"]
+    if run:
+        rev = run.provenance.git_rev[:10] + (" dirty" if run.provenance.git_dirty else "")
+        parts.append(f"measured {run.provenance.date[:10]} at {rev}")
+    return "; ".join(parts)
+
+
+def load_results(root: Path, primary: str, diags: Diagnostics) -> Measurements:
+    m = Measurements(root=root, primary=primary)
+    for path in sorted((root / "kernels" / "results").glob("*.json")):
+        file = rel(path, root)
+        try:
+            results = ResultsFile.model_validate_json(path.read_text(encoding="utf-8"))
+        except (ValidationError, ValueError) as exc:
+            diags.error(_json_loc(path, file, exc), "results.invalid", _first_error(exc))
+            continue
+        if results.gpu_slug != path.stem:
+            diags.error(Loc(file, 1, 1), "results.slug",
+                        f"file holds gpu_slug '{results.gpu_slug}' but is named {path.name}")
+            continue
+        m.results[results.gpu_slug] = results
+    return m
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in err["loc"])
+        return f"{where}: {err['msg']}" if where else err["msg"]
+    return str(exc)
+
+
+def _json_loc(path: Path, file: str, exc: Exception) -> Loc:
+    """Best effort: the line of the first failing value in the JSON text."""
+    if isinstance(exc, ValidationError):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            return Loc(file, 1, 1)
+        loc = exc.errors(include_url=False)[0]["loc"]
+        text = path.read_text(encoding="utf-8")
+        offset = 0
+        node: Any = data
+        for part in loc:
+            if isinstance(part, str) and isinstance(node, dict) and part in node:
+                found = text.find(json.dumps(part), offset)
+                offset = found if found >= 0 else offset
+                node = node[part]
+            elif isinstance(part, int) and isinstance(node, list) and part < len(node):
+                node = node[part]
+        return Loc(file, text.count("\n", 0, offset) + 1, 1)
+    lineno = getattr(exc, "lineno", None)
+    return Loc(file, lineno or 1, getattr(exc, "colno", 1) or 1)
+
+
+def _bodies(catalog: Catalog) -> Iterator[tuple[str, Body]]:
+    for cap in catalog.capsules.values():
+        if not cap.draft:
+            yield f"capsule '{cap.id}'", cap.preview
+            if cap.rest is not None:
+                yield f"capsule '{cap.id}'", cap.rest
+    for q in catalog.questions.values():
+        yield f"question '{q.id}'", q.question
+        yield f"question '{q.id}'", q.answer
+    for exp in catalog.experiments.values():
+        yield f"experiment '{exp.id}'", exp.preview
+        if exp.rest is not None:
+            yield f"experiment '{exp.id}'", exp.rest
+
+
+def measure(catalog: Catalog, root: Path, diags: Diagnostics) -> Measurements:
+    """Load results and check every figure, chart and seeded experiment input."""
+    m = load_results(root, catalog.site.primary_gpu, diags)
+    known_cases = {c.id for r in m.results.values() for c in r.cases}
+    for page, body in _bodies(catalog):
+        for ref, line in body.refs.figures:
+            loc = Loc(body.file, body.line + line, 1)
+            _check_figure(m, ref, loc, page, known_cases, diags)
+        for yaml_text, line in body.refs.charts:
+            m.chart(yaml_text, body.file, body.line + line, diags)
+    for exp in catalog.experiments.values():
+        for inp in exp.meta.inputs:
+            if inp.default_from is None:
+                continue
+            ref = _parse_ref(inp.default_from)
+            loc = Loc(exp.loc.path, 1, 1)
+            if ref is None:
+                diags.error(loc, "figure.syntax", f"default_from '{inp.default_from}' is not "
+                            "'topic/version.field' or 'ceiling/name.field'")
+            else:
+                _check_figure(m, ref, loc, f"experiment '{exp.id}'", known_cases, diags)
+    return m
+
+
+def _parse_ref(text: str) -> dict[str, Any] | None:
+    from curriculum.markdown import FIG_RE
+
+    match = FIG_RE.fullmatch("{fig:" + text + "}")
+    return match.groupdict() if match else None
+
+
+def _check_figure(m: Measurements, ref: dict[str, Any], loc: Loc, page: str,
+                  known_cases: set[str], diags: Diagnostics) -> None:
+    case_id, field_name = ref["case"], ref["field"]
+    cite = f"{{fig:{case_id}.{field_name}}}"
+    if case_id.startswith("ceiling/"):
+        if field_name not in CEILING_FIELDS:
+            diags.error(loc, "figure.unknown-field", f"ceilings have no field '{field_name}'",
+                        did_you_mean(field_name, CEILING_FIELDS))
+            return
+    else:
+        if field_name not in CASE_FIELDS:
+            diags.error(loc, "figure.unknown-field", f"cases have no field '{field_name}'",
+                        did_you_mean(field_name, CASE_FIELDS))
+            return
+        if m.current_hash(case_id) is None and case_id not in known_cases:
+            diags.error(loc, "figure.unknown-case", f"no kernel kernels/{case_id}.cu",
+                        did_you_mean(case_id, known_cases))
+            return
+    fig = m.figure(ref)
+    if fig.missing:
+        diags.warning(loc, "figure.missing", f"{page} cites {cite}, which is not measured: "
+                      f"{fig.provenance}", "run `curriculum bench` on a GPU")
+    elif fig.stale:
+        diags.warning(loc, "figure.stale", f"{page} cites {cite}, but kernels/{case_id}.cu "
+                      "changed since it was measured", "re-run `curriculum bench`")

@@ -1,0 +1,186 @@
+"""Stage 4, `render`: one edition's view of the catalog into files in memory.
+
+Markdown bodies become HTML fragments (markdown-it, with the page's context
+passed through `env`), then Jinja turns each page's context into a document.
+Content never passes through Jinja: fragments enter templates as `Markup`.
+The result maps output paths to bytes; `write` puts them on disk.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+
+from curriculum.catalog import Body, CapsuleEntry, Catalog
+from curriculum.errors import Diagnostics, Loc
+from curriculum.gating import EditionView
+from curriculum.markdown import headings, link_scheme, render_tokens
+from curriculum.measure import Measurements
+
+KIND_LABELS = {"capsule": "Capsule", "question": "Worked question", "experiment": "Experiment"}
+
+
+@dataclass
+class Output:
+    """Everything one edition writes: path -> bytes."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    pages: list[dict[str, Any]] = field(default_factory=list)  # for sitemap, feed, search
+
+    def add(self, path: str, data: str | bytes) -> None:
+        self.files[path] = data.encode("utf-8") if isinstance(data, str) else data
+
+
+def page_url(kind: str, item_id: str, catalog: Catalog) -> str:
+    """Output path of a content page, relative to the site root."""
+    if kind == "capsule":
+        return f"courses/{catalog.capsules[item_id].course}/{item_id}/index.html"
+    return {"question": f"questions/{item_id}/index.html",
+            "experiment": f"experiments/{item_id}/index.html",
+            "path": f"paths/{item_id}/index.html",
+            "course": f"courses/{item_id}/index.html",
+            "syllabus": f"courses/{item_id}/syllabus/index.html"}[kind]
+
+
+def relative(from_page: str, to_path: str) -> str:
+    fragment = ""
+    if "#" in to_path:
+        to_path, fragment = to_path.split("#", 1)
+        fragment = "#" + fragment
+    if not to_path:
+        return fragment
+    return posixpath.relpath(to_path, posixpath.dirname(from_page) or ".") + fragment
+
+
+class Renderer:
+    def __init__(self, view: EditionView, measurements: Measurements, templates: Path,
+                 root: Path, diags: Diagnostics, build_date: str) -> None:
+        self.view = view
+        self.cat = view.catalog
+        self.m = measurements
+        self.root = root
+        self.diags = diags
+        self.build_date = build_date
+        self.out = Output()
+        self.env = Environment(
+            loader=FileSystemLoader(str(templates)),
+            autoescape=select_autoescape(["html", "xml"]),
+            undefined=StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+        )
+
+    # -- Markdown ----------------------------------------------------------------
+
+    def markdown(self, body: Body | None, page: str) -> Markup:
+        if body is None or not body.text.strip():
+            return Markup("")
+        env: dict[str, Any] = {
+            "link": lambda href: self._link(href, page, body),
+            "image": lambda src: self._image(src, page, body),
+            "figure": self._figure,
+            "chart": lambda text, line: self._chart(text, line, page, body),
+        }
+        return Markup(render_tokens(list(body.tokens), env))
+
+    def _link(self, href: str, page: str, body: Body) -> str:
+        scheme = link_scheme(href)
+        if scheme in ("capsule", "question", "experiment"):
+            target, _, frag = href.split(":", 1)[1].partition("#")
+            if scheme == "capsule" and self.cat.capsules[target].draft:
+                target_path = page_url("course", self.cat.capsules[target].course, self.cat)
+                return relative(page, target_path + f"#{target}")
+            return relative(page, page_url(scheme, target, self.cat) + (f"#{frag}" if frag else ""))
+        return href
+
+    def _image(self, src: str, page: str, body: Body) -> str:
+        if link_scheme(src) is not None or not src:
+            return src
+        source = self.root / Path(body.file).parent / src
+        data = source.read_bytes()
+        import hashlib
+
+        name = f"assets/{hashlib.sha256(data).hexdigest()[:16]}{source.suffix.lower()}"
+        self.out.add(name, data)
+        return relative(page, name)
+
+    def _figure(self, ref: dict[str, Any]) -> str:
+        fig = self.m.figure(ref)
+        classes = "fig" + (" fig-stale" if fig.stale else "") + (" fig-missing" if fig.missing else "")
+        badge = '<span class="badge badge-stale">stale</span>' if fig.stale else ""
+        return (f'<span class="{classes}" tabindex="0"><span class="fig-value">{escape(fig.text)}'
+                f'</span>{badge}<span class="fig-prov" role="tooltip">{escape(fig.provenance)}'
+                f"</span></span>")
+
+    def _chart(self, text: str, line: int, page: str, body: Body) -> str:
+        chart = self.m.chart(text, body.file, body.line + line, self.diags)
+        if chart is None:
+            return '<p class="chart-missing">[chart not available: no measured results]</p>'
+        path = f"figures/{chart.name}"
+        self.out.add(path, chart.svg)
+        caption = f"<figcaption>{escape(chart.caption)}</figcaption>" if chart.caption else ""
+        return (f'<figure class="chart"><img src="{escape(relative(page, path))}" '
+                f'alt="{escape(chart.alt)}">{caption}</figure>\n')
+
+    # -- pages ------------------------------------------------------------------------
+
+    def page(self, template: str, path: str, title: str, description: str,
+             index: dict[str, Any] | None = None, **context: Any) -> None:
+        def url(target: str) -> str:
+            return relative(path, target)
+
+        html = self.env.get_template(template).render(
+            site=self.cat.site, edition=self.view.edition, view=self.view, page_path=path,
+            title=title, description=description, url=url, canonical=self.cat.site.base_url +
+            path.removesuffix("index.html"), tier_label=self.cat.tier_label, **context)
+        self.out.add(path, html)
+        if index is not None:
+            self.out.pages.append({"path": path, "title": title, "summary": description, **index})
+
+    def access_badge(self, kind: str, item_id: str, access: str) -> dict[str, Any]:
+        locked = self.view.is_locked(kind, item_id)
+        return {"tier": access, "label": self.cat.tier_label(access), "locked": locked}
+
+    def render_all(self) -> Output:
+        from curriculum.pages import render_pages
+
+        render_pages(self)
+        return self.out
+
+
+def hours(minutes: int) -> float:
+    """Total time in hours, rounded up to the half hour."""
+    return math.ceil(minutes / 30) / 2
+
+
+def capsule_listing(r: Renderer, cap: CapsuleEntry, page: str) -> dict[str, Any]:
+    return {
+        "id": cap.id, "number": cap.number, "title": cap.meta.title, "tag": cap.meta.tag,
+        "kind": cap.meta.kind, "minutes": cap.minutes, "summary": cap.meta.summary,
+        "draft": cap.draft, "access": r.access_badge("capsule", cap.id, cap.access),
+        "href": None if cap.draft else relative(page, page_url("capsule", cap.id, r.cat)),
+    }
+
+
+def toc(body_list: list[Body | None]) -> list[tuple[int, str, str]]:
+    out: list[tuple[int, str, str]] = []
+    for b in body_list:
+        if b is not None:
+            out.extend(headings(list(b.tokens)))
+    return out
+
+
+def loc_of(body: Body) -> Loc:
+    return Loc(body.file, body.line, 1)
+
+
+PageFn = Callable[[Renderer], None]

@@ -1,0 +1,484 @@
+"""Stage 2, `validate`: raw documents into one immutable `Catalog`.
+
+Every document is checked against its strict model, then every reference
+between documents is resolved. All problems are collected with `path:line:col`,
+a stable code and, where one helps, a hint; nothing is raised here.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from curriculum.catalog import (
+    Body,
+    CapsuleEntry,
+    Catalog,
+    CourseEntry,
+    ExperimentEntry,
+    PathEntry,
+    QuestionEntry,
+)
+from curriculum.errors import Diagnostics, Loc, did_you_mean
+from curriculum.load import RawDoc
+from curriculum.markdown import (
+    CONTENT_SCHEMES,
+    LANGUAGES,
+    collect_refs,
+    is_allowed_link,
+    link_scheme,
+    parse,
+    split_at_marker,
+    to_mathml,
+)
+from curriculum.models import (
+    SOURCE_MODELS,
+    CapsuleMeta,
+    Course,
+    Ladder,
+    Site,
+    Syllabus,
+)
+
+WORDS_PER_MINUTE = 220
+CODE_LINES_PER_MINUTE = 12
+MINUTES_PER_FIGURE = 0.5
+
+
+# --- schema errors --------------------------------------------------------------
+
+
+def _schema_errors(doc: RawDoc, model: type[BaseModel], exc: ValidationError,
+                   diags: Diagnostics) -> None:
+    for err in exc.errors(include_url=False):
+        path = tuple(p for p in err["loc"] if isinstance(p, str | int))
+        kind = err["type"]
+        value = err.get("input")
+        where = ".".join(str(p) for p in path) or "(document)"
+        if kind == "extra_forbidden":
+            key = str(path[-1]) if path else "?"
+            fields = _fields_at(model, path[:-1])
+            diags.error(doc.positions.loc(path, prefer_key=True), "schema.unknown-key",
+                        f"unknown key '{key}'", did_you_mean(key, fields) or
+                        (f"allowed here: {', '.join(sorted(fields))}" if fields else None))
+        elif kind == "missing":
+            diags.error(doc.positions.loc(path[:-1], prefer_key=True), "schema.missing",
+                        f"missing required key '{path[-1]}'" if path else "missing value")
+        elif kind in {"string_type", "int_type", "float_type", "bool_type", "list_type",
+                      "dict_type", "model_type", "int_from_float"}:
+            hint = None
+            if kind == "string_type" and isinstance(value, bool | int | float) or \
+                    kind == "string_type" and value is not None and not isinstance(value, str | list | dict):
+                hint = f"YAML read {value!r} as {type(value).__name__}; quote it to keep it text"
+            diags.error(doc.positions.loc(path), "schema.type",
+                        f"{where}: {err['msg'].lower()}, got {_describe(value)}", hint)
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+            diags.error(doc.positions.loc(path), "schema.value", f"{where}: {msg}")
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, int | float):
+        return f"number {value!r}"
+    if value is None:
+        return "nothing"
+    if isinstance(value, str):
+        return f"text {value!r}"
+    return type(value).__name__
+
+
+def _fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> list[str]:
+    """Field names of the model reached by `path` (skipping list indices)."""
+    current: Any = model
+    for part in path:
+        if isinstance(part, int):
+            continue
+        field = getattr(current, "model_fields", {}).get(part)
+        if field is None:
+            return []
+        current = _inner_model(field.annotation)
+        if current is None:
+            return []
+    return list(getattr(current, "model_fields", {}))
+
+
+def _inner_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _model(doc: RawDoc, diags: Diagnostics) -> Any:
+    model = SOURCE_MODELS[doc.kind]
+    if not isinstance(doc.data, dict):
+        diags.error(doc.positions.loc(()), "schema.type",
+                    f"expected a mapping of keys, got {_describe(doc.data)}")
+        return None
+    try:
+        return model.model_validate(doc.data)
+    except ValidationError as exc:
+        _schema_errors(doc, model, exc, diags)
+        return None
+
+
+# --- Markdown bodies --------------------------------------------------------------
+
+
+def _body(text: str, file: str, line: int) -> Body:
+    tokens = parse(text)
+    return Body(text, file, line, collect_refs(tokens), tuple(tokens))
+
+
+def _check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnostics) -> None:
+    refs = body.refs
+    for href, line in refs.links:
+        loc = Loc(body.file, body.line + line, 1)
+        scheme = link_scheme(href)
+        if scheme in CONTENT_SCHEMES:
+            target = href.split(":", 1)[1].split("#", 1)[0]
+            if target not in ids[scheme]:
+                diags.error(loc, "link.unknown-ref", f"no {scheme} '{target}'",
+                            did_you_mean(target, ids[scheme]))
+    for match in re.finditer(r"\]\(\s*<?([^)\s>]*)", body.text):
+        if not is_allowed_link(match.group(1)):
+            line = body.text.count("\n", 0, match.start())
+            diags.error(Loc(body.file, body.line + line, 1), "link.scheme",
+                        f"link scheme '{link_scheme(match.group(1))}' is not allowed",
+                        "use http, https, mailto, capsule:, question: or experiment:")
+    for src, alt, line in refs.images:
+        loc = Loc(body.file, body.line + line, 1)
+        if not alt.strip():
+            diags.error(loc, "image.no-alt", f"image '{src}' has no alt text",
+                        "write ![what the figure shows](path)")
+        if link_scheme(src) is None and src and not (root / Path(body.file).parent / src).is_file():
+            diags.error(loc, "image.missing", f"image file '{src}' does not exist")
+    for lang, line in refs.code_langs:
+        if lang.lower() not in LANGUAGES:
+            diags.error(Loc(body.file, body.line + line, 1), "code.unknown-language",
+                        f"unknown code language '{lang}'", did_you_mean(lang, LANGUAGES))
+    for latex, display, line in refs.math:
+        try:
+            to_mathml(latex, display)
+        except Exception as exc:  # latex2mathml raises several types
+            diags.error(Loc(body.file, body.line + line, 1), "math.invalid",
+                        f"cannot render math '{latex.strip()[:40]}': {exc}")
+
+
+def _minutes(*bodies: Body | None) -> int:
+    words = code = figs = 0
+    for b in bodies:
+        if b is None:
+            continue
+        words += b.refs.words
+        code += b.refs.code_lines
+        figs += len(b.refs.charts) + len(b.refs.images)
+    total = words / WORDS_PER_MINUTE + code / CODE_LINES_PER_MINUTE + figs * MINUTES_PER_FIGURE
+    return max(1, math.ceil(total))
+
+
+# --- related concepts -------------------------------------------------------------------
+
+_STOP = frozenset(
+    ["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "how", "in", "into", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "what", "when", "where", "which", "why", "with", "you", "your", "one", "two", "does", "do", "not", "can", "per", "each", "than"]
+)
+
+
+def _terms(*texts: str) -> Counter[str]:
+    words = re.findall(r"[a-z0-9]+", " ".join(texts).lower())
+    return Counter(w for w in words if w not in _STOP and len(w) > 2)
+
+
+def rank_related(question_terms: Counter[str], candidates: dict[str, Counter[str]]
+                 ) -> tuple[tuple[str, float], ...]:
+    """Cosine similarity of term counts; best first, ties by id."""
+    def cosine(a: Counter[str], b: Counter[str]) -> float:
+        dot = sum(a[t] * b[t] for t in a.keys() & b.keys())
+        norm = math.sqrt(sum(v * v for v in a.values())) * math.sqrt(sum(v * v for v in b.values()))
+        return dot / norm if norm else 0.0
+    scored = [(cid, round(cosine(question_terms, terms), 4)) for cid, terms in candidates.items()]
+    return tuple(sorted(scored, key=lambda x: (-x[1], x[0])))
+
+
+# --- the whole catalog ----------------------------------------------------------------------
+
+
+def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
+             templates: Path | None = None) -> Catalog | None:
+    """Build the catalog, or return None when the documents cannot form one."""
+    by_kind: dict[str, list[tuple[RawDoc, Any]]] = {}
+    for doc in docs:
+        by_kind.setdefault(doc.kind, []).append((doc, _model(doc, diags)))
+
+    site_docs = by_kind.get("site", [])
+    site: Site | None = site_docs[0][1] if site_docs else None
+    tiers = {t.id for t in site.tiers} if site else set()
+    if site:
+        _check_site(site, site_docs[0][0], diags)
+
+    def check_access(doc: RawDoc, access: str) -> None:
+        if site and access not in tiers:
+            diags.error(doc.positions.loc(("access",)), "access.unknown-tier",
+                        f"no access tier '{access}'", did_you_mean(access, tiers) or
+                        f"tiers: {', '.join(t.id for t in site.tiers)}")
+
+    capsule_docs = [(d, m) for d, m in by_kind.get("capsule", []) if m is not None]
+    question_docs = [(d, m) for d, m in by_kind.get("question", []) if m is not None]
+    experiment_docs = [(d, m) for d, m in by_kind.get("experiment", []) if m is not None]
+    path_docs = [(d, m) for d, m in by_kind.get("path", []) if m is not None]
+    ids = {
+        "capsule": {d.id for d, _ in by_kind.get("capsule", [])},
+        "question": {d.id for d, _ in by_kind.get("question", [])},
+        "experiment": {d.id for d, _ in by_kind.get("experiment", [])},
+    }
+
+    # Courses and where each capsule sits in them.
+    courses: dict[str, CourseEntry] = {}
+    placement: dict[str, tuple[str, str, str]] = {}  # capsule -> (course, part, number)
+    capsule_course = {d.id: d.course for d, _ in by_kind.get("capsule", [])}
+    dup = Counter(d.id for d, _ in by_kind.get("capsule", []))
+    for d, _ in by_kind.get("capsule", []):
+        if dup[d.id] > 1:
+            diags.error(Loc(d.file, 1, 1), "capsule.duplicate-id",
+                        f"capsule id '{d.id}' is used by {dup[d.id]} files")
+    syllabi = {d.course: (d, m) for d, m in by_kind.get("syllabus", [])}
+    for doc, course in by_kind.get("course", []):
+        if course is None:
+            continue
+        _check_course(doc, course, capsule_course, placement, diags)
+        syl_doc, syllabus = syllabi.get(doc.id, (None, None))
+        if syl_doc is not None and syllabus is not None:
+            _check_syllabus(syl_doc, syllabus, course, diags)
+        courses[doc.id] = CourseEntry(doc.id, course, doc.positions.loc(()), tuple(course.parts),
+                                      syllabus)
+    if site:
+        for i, cid in enumerate(site.courses):
+            if cid not in courses and cid not in {d.id for d, _ in by_kind.get("course", [])}:
+                diags.error(site_docs[0][0].positions.loc(("courses", i)), "site.unknown-course",
+                            f"no course '{cid}'", did_you_mean(cid, courses))
+
+    # Capsules.
+    capsules: dict[str, CapsuleEntry] = {}
+    for doc, meta in capsule_docs:
+        check_access(doc, meta.access)
+        for i, pre in enumerate(meta.prerequisites):
+            if pre not in ids["capsule"]:
+                diags.error(doc.positions.loc(("prerequisites", i)),
+                            "capsule.unknown-prerequisite", f"no capsule '{pre}'",
+                            did_you_mean(pre, ids["capsule"]))
+        if doc.id not in placement:
+            diags.error(Loc(doc.file, 1, 1), "capsule.unlisted",
+                        f"capsule '{doc.id}' is in no part of course '{doc.course}'",
+                        f"add it to content/courses/{doc.course}/course.yaml")
+            continue
+        course_id, part_id, number = placement[doc.id]
+        head, tail = split_at_marker(doc.body, "more")
+        preview = _body(head, doc.file, doc.body_line)
+        rest = _body(tail, doc.file, doc.body_line + head.count("\n") + 1) if tail is not None else None
+        if meta.status == "ready":
+            if not doc.body.strip():
+                diags.error(Loc(doc.file, doc.body_line, 1), "capsule.empty",
+                            "a ready capsule needs a body", "write it, or set status: draft")
+            for b in (preview, rest):
+                if b is not None:
+                    _check_body(b, root, ids, diags)
+        capsules[doc.id] = CapsuleEntry(doc.id, course_id, part_id, number, meta,
+                                        Loc(doc.file, 1, 1), preview, rest, _minutes(preview, rest),
+                                        sum(len(b.refs.figures) + len(b.refs.charts)
+                                            for b in (preview, rest) if b is not None))
+    _check_cycles(capsule_docs, diags)
+
+    # Worked questions.
+    capsule_terms = {cid: _terms(c.meta.title, c.meta.summary, c.meta.tag,
+                                 c.preview.text if c.meta.access == "free" else "")
+                     for cid, c in capsules.items()}
+    questions: dict[str, QuestionEntry] = {}
+    orders: dict[tuple[str, int], str] = {}
+    for doc, meta in question_docs:
+        check_access(doc, meta.access)
+        key = (meta.track, meta.order)
+        if key in orders:
+            diags.error(doc.positions.loc(("order",)), "question.duplicate-order",
+                        f"track '{meta.track}' already has order {meta.order} ('{orders[key]}')")
+        orders[key] = doc.id
+        for i, concept in enumerate(meta.concepts):
+            if concept not in ids["capsule"]:
+                diags.error(doc.positions.loc(("concepts", i)), "question.unknown-concept",
+                            f"no capsule '{concept}'", did_you_mean(concept, ids["capsule"]))
+        head, tail = split_at_marker(doc.body, "answer")
+        if tail is None:
+            diags.error(Loc(doc.file, doc.body_line, 1), "question.no-answer",
+                        "no '<!-- answer -->' line between the question and the answer")
+            continue
+        q_body = _body(head, doc.file, doc.body_line)
+        a_body = _body(tail, doc.file, doc.body_line + head.count("\n") + 1)
+        for b in (q_body, a_body):
+            _check_body(b, root, ids, diags)
+        q_terms = _terms(meta.title, meta.summary, q_body.text)
+        related = rank_related(q_terms, {c: capsule_terms[c] for c in meta.concepts
+                                         if c in capsule_terms})
+        questions[doc.id] = QuestionEntry(doc.id, meta, Loc(doc.file, 1, 1), q_body, a_body, related)
+
+    # Experiments.
+    experiments: dict[str, ExperimentEntry] = {}
+    for doc, meta in experiment_docs:
+        check_access(doc, meta.access)
+        script = (templates or root / "templates") / "static/js/experiments" / f"{meta.script}.js"
+        if not script.is_file():
+            diags.error(doc.positions.loc(("script",)), "experiment.no-script",
+                        f"no script templates/static/js/experiments/{meta.script}.js")
+        head, tail = split_at_marker(doc.body, "more")
+        preview = _body(head, doc.file, doc.body_line)
+        rest = _body(tail, doc.file, doc.body_line + head.count("\n") + 1) if tail is not None else None
+        for b in (preview, rest):
+            if b is not None:
+                _check_body(b, root, ids, diags)
+        experiments[doc.id] = ExperimentEntry(doc.id, meta, Loc(doc.file, 1, 1), preview, rest)
+
+    # Paths.
+    paths: dict[str, PathEntry] = {}
+    for doc, meta in path_docs:
+        for i, step in enumerate(meta.steps):
+            kind, target = step.target
+            if target not in ids[kind]:
+                diags.error(doc.positions.loc(("steps", i, kind)), "step.unknown-ref",
+                            f"no {kind} '{target}'", did_you_mean(target, ids[kind]))
+        paths[doc.id] = PathEntry(doc.id, meta, doc.positions.loc(()))
+
+    # Practice ladder.
+    ladder: Ladder | None = None
+    ladder_loc: Loc | None = None
+    for doc, lad in by_kind.get("ladder", []):
+        if lad is None:
+            continue
+        ladder, ladder_loc = lad, doc.positions.loc(())
+        _check_ladder(doc, lad, ids["capsule"], diags)
+
+    if site is None or diags.errors:
+        return None
+    return Catalog(
+        site=site,
+        courses=MappingProxyType(courses),
+        capsules=MappingProxyType(capsules),
+        questions=MappingProxyType(questions),
+        experiments=MappingProxyType(experiments),
+        paths=MappingProxyType(paths),
+        ladder=ladder,
+        ladder_loc=ladder_loc,
+    )
+
+
+def _check_site(site: Site, doc: RawDoc, diags: Diagnostics) -> None:
+    tier_ids = [t.id for t in site.tiers]
+    for i, t in enumerate(tier_ids):
+        if tier_ids.index(t) != i:
+            diags.error(doc.positions.loc(("tiers", i, "id")), "site.duplicate-tier",
+                        f"tier '{t}' is declared twice")
+    for i, e in enumerate(site.editions):
+        if e.max_tier not in tier_ids:
+            diags.error(doc.positions.loc(("editions", i, "max_tier")), "access.unknown-tier",
+                        f"no access tier '{e.max_tier}'", did_you_mean(e.max_tier, tier_ids))
+    if not site.base_url.endswith("/"):
+        diags.error(doc.positions.loc(("base_url",)), "site.base-url", "base_url must end in '/'")
+
+
+def _check_course(doc: RawDoc, course: Course, capsule_course: dict[str, str | None],
+                  placement: dict[str, tuple[str, str, str]], diags: Diagnostics) -> None:
+    if course.id != doc.id:
+        diags.error(doc.positions.loc(("id",)), "course.id-mismatch",
+                    f"course id '{course.id}' differs from its folder '{doc.id}'")
+    seen_parts: set[str] = set()
+    for pi, part in enumerate(course.parts):
+        if part.id in seen_parts:
+            diags.error(doc.positions.loc(("parts", pi, "id")), "course.duplicate-part",
+                        f"part id '{part.id}' is used twice")
+        seen_parts.add(part.id)
+        for ci, cid in enumerate(part.capsules):
+            loc = doc.positions.loc(("parts", pi, "capsules", ci))
+            if cid in placement:
+                diags.error(loc, "course.duplicate-capsule",
+                            f"capsule '{cid}' is already listed as {placement[cid][2]}")
+            elif capsule_course.get(cid) != doc.id:
+                diags.error(loc, "course.unknown-capsule",
+                            f"no capsule '{cid}' in content/courses/{doc.id}/capsules/",
+                            did_you_mean(cid, [c for c, k in capsule_course.items() if k == doc.id])
+                            or f"create content/courses/{doc.id}/capsules/{cid}.md")
+            else:
+                placement[cid] = (doc.id, part.id, f"{pi + 1}.{ci + 1}")
+
+
+def _check_syllabus(doc: RawDoc, syllabus: Syllabus, course: Course, diags: Diagnostics) -> None:
+    in_course = {c for p in course.parts for c in p.capsules}
+    for ui, unit in enumerate(syllabus.units):
+        for li, lesson in enumerate(unit.lessons):
+            if lesson.capsule not in in_course:
+                diags.error(doc.positions.loc(("units", ui, "lessons", li, "capsule")),
+                            "syllabus.unknown-capsule",
+                            f"no capsule '{lesson.capsule}' in course '{course.id}'",
+                            did_you_mean(lesson.capsule, in_course))
+
+
+def _check_ladder(doc: RawDoc, ladder: Ladder, capsule_ids: set[str], diags: Diagnostics) -> None:
+    modules: set[str] = set()
+    drills: set[str] = set()
+    for mi, module in enumerate(ladder.modules):
+        if module.id in modules:
+            diags.error(doc.positions.loc(("modules", mi, "id")), "ladder.duplicate-id",
+                        f"module '{module.id}' is declared twice")
+        modules.add(module.id)
+        for di, drill in enumerate(module.drills):
+            if drill.id in drills:
+                diags.error(doc.positions.loc(("modules", mi, "drills", di, "id")),
+                            "ladder.duplicate-id", f"drill '{drill.id}' is declared twice")
+            drills.add(drill.id)
+            if drill.lesson not in capsule_ids:
+                diags.error(doc.positions.loc(("modules", mi, "drills", di, "lesson")),
+                            "drill.unknown-lesson", f"no capsule '{drill.lesson}'",
+                            did_you_mean(drill.lesson, capsule_ids))
+
+
+def _check_cycles(capsule_docs: list[tuple[RawDoc, CapsuleMeta]], diags: Diagnostics) -> None:
+    graph = {d.id: [p for p in m.prerequisites] for d, m in capsule_docs}
+    docs = {d.id: d for d, _ in capsule_docs}
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+    reported: set[frozenset[str]] = set()
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in graph.get(node, []):
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt):]
+                key = frozenset(cycle)
+                if key not in reported:
+                    reported.add(key)
+                    first = min(cycle)
+                    d = docs[first]
+                    diags.error(d.positions.loc(("prerequisites",)), "capsule.prerequisite-cycle",
+                                "prerequisites form a cycle: " +
+                                " -> ".join([*_rotate(cycle, first), first]))
+            elif nxt in graph and state.get(nxt) is None:
+                visit(nxt, stack)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if state.get(node) is None:
+            visit(node, [])
+
+
+def _rotate(cycle: list[str], first: str) -> list[str]:
+    i = cycle.index(first)
+    return cycle[i:] + cycle[:i]
+
