@@ -210,8 +210,11 @@ def _line_of(src: str, needle: str) -> int:
     return src.count("\n", 0, at) if at > 0 else 0
 
 
-def split_at_marker(body: str, marker: str) -> tuple[str, str | None]:
-    """Split Markdown at a `<!-- marker -->` line outside fenced code."""
+def split_at_marker(body: str, marker: str) -> tuple[str, str | None, int]:
+    """Split Markdown at a `<!-- marker -->` line outside fenced code.
+
+    Returns (text before, text after or None, 0-based line index where the
+    text after starts)."""
     lines = body.split("\n")
     fence: str | None = None
     for i, raw in enumerate(lines):
@@ -224,8 +227,8 @@ def split_at_marker(body: str, marker: str) -> tuple[str, str | None]:
             fence = stripped[:3]
             continue
         if re.fullmatch(rf"<!--\s*{re.escape(marker)}\s*-->", stripped):
-            return "\n".join(lines[:i]), "\n".join(lines[i + 1:])
-    return body, None
+            return "\n".join(lines[:i]), "\n".join(lines[i + 1:]), i + 1
+    return body, None, len(lines)
 
 
 Renderer = Callable[[list[Token], dict[str, Any]], str]

@@ -173,7 +173,8 @@ def _check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnos
             to_mathml(latex, display)
         except Exception as exc:  # latex2mathml raises several types
             diags.error(Loc(body.file, body.line + line, 1), "math.invalid",
-                        f"cannot render math '{latex.strip()[:40]}': {exc}")
+                        f"cannot render math '{latex.strip()[:40]}': "
+                        f"{str(exc) or type(exc).__name__}")
 
 
 def _minutes(*bodies: Body | None) -> int:
@@ -283,9 +284,9 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
                         f"add it to content/courses/{doc.course}/course.yaml")
             continue
         course_id, part_id, number = placement[doc.id]
-        head, tail = split_at_marker(doc.body, "more")
+        head, tail, at = split_at_marker(doc.body, "more")
         preview = _body(head, doc.file, doc.body_line)
-        rest = _body(tail, doc.file, doc.body_line + head.count("\n") + 1) if tail is not None else None
+        rest = _body(tail, doc.file, doc.body_line + at) if tail is not None else None
         if meta.status == "ready":
             if not doc.body.strip():
                 diags.error(Loc(doc.file, doc.body_line, 1), "capsule.empty",
@@ -316,13 +317,13 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
             if concept not in ids["capsule"]:
                 diags.error(doc.positions.loc(("concepts", i)), "question.unknown-concept",
                             f"no capsule '{concept}'", did_you_mean(concept, ids["capsule"]))
-        head, tail = split_at_marker(doc.body, "answer")
+        head, tail, at = split_at_marker(doc.body, "answer")
         if tail is None:
             diags.error(Loc(doc.file, doc.body_line, 1), "question.no-answer",
                         "no '<!-- answer -->' line between the question and the answer")
             continue
         q_body = _body(head, doc.file, doc.body_line)
-        a_body = _body(tail, doc.file, doc.body_line + head.count("\n") + 1)
+        a_body = _body(tail, doc.file, doc.body_line + at)
         for b in (q_body, a_body):
             _check_body(b, root, ids, diags)
         q_terms = _terms(meta.title, meta.summary, q_body.text)
@@ -338,9 +339,9 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
         if not script.is_file():
             diags.error(doc.positions.loc(("script",)), "experiment.no-script",
                         f"no script templates/static/js/experiments/{meta.script}.js")
-        head, tail = split_at_marker(doc.body, "more")
+        head, tail, at = split_at_marker(doc.body, "more")
         preview = _body(head, doc.file, doc.body_line)
-        rest = _body(tail, doc.file, doc.body_line + head.count("\n") + 1) if tail is not None else None
+        rest = _body(tail, doc.file, doc.body_line + at) if tail is not None else None
         for b in (preview, rest):
             if b is not None:
                 _check_body(b, root, ids, diags)

@@ -1,0 +1,465 @@
+"""The harness: check every case, then time it, then record it.
+
+For each case (one version at one shape), in this order:
+
+1. compile the version (once per run) with NVRTC;
+2. check: fresh random inputs, outputs poisoned, one launch, every output
+   against its float64 reference by ||out-ref||/||ref||; a failure lists the
+   first mismatching elements and the case is not timed;
+3. time the kernel with the project's one timing function, then check the
+   outputs again (a kernel that only works once, e.g. atomics into an output
+   nobody resets, fails here);
+4. time the library baseline at the same shape (once per shape per run);
+5. place the time against the floor from this run's ceilings: a time more
+   than 3% under the floor is a measurement bug and is refused;
+6. merge the case into the results file, atomically, under the file lock.
+
+A failed or refused case is reported and never recorded; the run goes on and
+its exit code is 1 at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from curriculum.bench import store
+from curriculum.bench.api import Arrays, Benchmark, Roofline
+from curriculum.bench.backend import Backend, DeviceInfo
+from curriculum.bench.errors import UsageError
+from curriculum.bench.nvml import is_throttled
+from curriculum.bench.suites import (
+    Case,
+    load_suites,
+    plan_cases,
+    select_cases,
+    shard_cases,
+    topic_glob_of,
+)
+from curriculum.bench.timing import TimingPolicy
+from curriculum.results import (
+    Baseline,
+    CaseResult,
+    Ceiling,
+    Provenance,
+    ResultsFile,
+    Run,
+    Stat,
+)
+
+# A time this far under the roofline floor is a measurement bug, not a fast kernel.
+FLOOR_SLACK = 0.03
+
+Status = Literal["recorded", "checked", "failed", "refused", "skipped"]
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    root: Path
+    out: Path | None = None
+    only: str | None = None
+    force: bool = False
+    shard: tuple[int, int] = (0, 1)
+    small: bool = False
+    headline: bool = False
+    check_only: bool = False
+    repeat: int = 1
+    policy: TimingPolicy = field(default_factory=TimingPolicy)
+
+
+@dataclass
+class CaseOutcome:
+    case: Case
+    status: Status
+    result: CaseResult | None = None
+    rel_err: float | None = None
+    messages: list[str] = field(default_factory=list)
+    repeat_medians_ms: list[float] = field(default_factory=list)
+
+
+@dataclass
+class BenchSummary:
+    results_path: Path | None
+    outcomes: list[CaseOutcome] = field(default_factory=list)
+    ceilings: dict[str, Ceiling] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[CaseOutcome]:
+        return [o for o in self.outcomes if o.status in ("failed", "refused")]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+
+class Reporter(Protocol):
+    """Where the harness tells the terminal what happens (the CLI owns it)."""
+
+    def begin(self, total: int) -> None: ...
+
+    def case_started(self, case: Case) -> None: ...
+
+    def case_finished(self, outcome: CaseOutcome) -> None: ...
+
+    def note(self, message: str) -> None: ...
+
+    def end(self) -> None: ...
+
+
+class SilentReporter:
+    def begin(self, total: int) -> None: ...
+
+    def case_started(self, case: Case) -> None: ...
+
+    def case_finished(self, outcome: CaseOutcome) -> None: ...
+
+    def note(self, message: str) -> None: ...
+
+    def end(self) -> None: ...
+
+
+def plan(options: BenchOptions) -> list[Case]:
+    """The cases this invocation is responsible for, before skipping up-to-date ones."""
+    suites = load_suites(options.root, topic_glob_of(options.only))
+    cases = select_cases(plan_cases(suites), options.only, options.small, options.headline)
+    if not cases:
+        what = f"--only {options.only!r}" if options.only else "kernels/"
+        raise UsageError(f"no case matches {what}")
+    return shard_cases(cases, *options.shard)
+
+
+def default_results_path(root: Path, slug: str) -> Path:
+    return root / "kernels" / "results" / f"{slug}.json"
+
+
+def is_up_to_date(results: ResultsFile, case: Case) -> bool:
+    done = results.case(case.id, case.shape_label)
+    return (
+        done is not None
+        and done.source_hash == case.source_hash
+        and done.suite_hash == case.suite_hash
+    )
+
+
+def run_bench(options: BenchOptions, backend: Backend, reporter: Reporter) -> BenchSummary:
+    cases = plan(options)
+    info = backend.device()
+    if options.check_only:
+        return _check_only(cases, backend, reporter)
+    path = options.out or default_results_path(options.root, info.slug)
+    summary = BenchSummary(results_path=path)
+    existing = store.read_locked(path, info.slug)
+    todo = []
+    for case in cases:
+        if not options.force and is_up_to_date(existing, case):
+            summary.outcomes.append(CaseOutcome(case=case, status="skipped"))
+        else:
+            todo.append(case)
+    skipped = len(cases) - len(todo)
+    if skipped:
+        reporter.note(f"{skipped} case(s) up to date in {path}; --force re-runs them")
+    if not todo:
+        return summary
+
+    run_id, run = _start_run(options, backend, info, reporter)
+    summary.ceilings = dict(run.ceilings)
+    store.record(path, info.slug, run_id, run)
+    reporter.begin(len(todo))
+    harness = _Harness(backend, options.policy, run_id, run)
+    try:
+        for case in todo:
+            reporter.case_started(case)
+            outcome = harness.run_case(case, options.repeat)
+            if outcome.result is not None:
+                store.record(path, info.slug, run_id, run, [outcome.result])
+            summary.outcomes.append(outcome)
+            reporter.case_finished(outcome)
+    finally:
+        reporter.end()
+    return summary
+
+
+def _check_only(cases: list[Case], backend: Backend, reporter: Reporter) -> BenchSummary:
+    summary = BenchSummary(results_path=None)
+    harness = _Harness(backend, TimingPolicy(), run_id="", run=None)
+    reporter.begin(len(cases))
+    try:
+        for case in cases:
+            reporter.case_started(case)
+            outcome = harness.check_only(case)
+            summary.outcomes.append(outcome)
+            reporter.case_finished(outcome)
+    finally:
+        reporter.end()
+    return summary
+
+
+def _start_run(
+    options: BenchOptions, backend: Backend, info: DeviceInfo, reporter: Reporter
+) -> tuple[str, Run]:
+    now = datetime.now(UTC).replace(microsecond=0)
+    run_id = f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(2)}"
+    rev, dirty = git_state(options.root)
+    provenance = Provenance(
+        gpu_name=info.name,
+        gpu_slug=info.slug,
+        sm_count=info.sm_count,
+        l2_bytes=info.l2_bytes,
+        memory_bytes=info.memory_bytes,
+        sm_clock_max_mhz=info.sm_clock_max_mhz,
+        mem_clock_max_mhz=info.mem_clock_max_mhz,
+        driver=info.driver,
+        cuda_runtime=info.cuda_runtime,
+        cupy=info.cupy,
+        torch=info.torch,
+        date=now.isoformat().replace("+00:00", "Z"),
+        git_rev=rev,
+        git_dirty=dirty,
+    )
+    reporter.note(f"measuring the ceilings of {info.name} ...")
+    ceilings = backend.ceilings(options.policy)
+    for c in ceilings.values():
+        rate = f"{c.gbps:.0f} GB/s" if c.gbps is not None else f"{c.tflops:.1f} TFLOP/s"
+        reporter.note(f"ceiling {c.name}: {rate} ({c.description})")
+    return run_id, Run(provenance=provenance, ceilings=ceilings)
+
+
+def git_state(root: Path) -> tuple[str, bool]:
+    """(revision, dirty); CURRICULUM_GIT_REV/CURRICULUM_GIT_DIRTY override, for
+    machines that receive the tree without its .git folder."""
+    rev = os.environ.get("CURRICULUM_GIT_REV")
+    dirty_env = os.environ.get("CURRICULUM_GIT_DIRTY")
+    if rev:
+        return rev, dirty_env not in (None, "", "0", "false")
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=10, check=True,
+        )
+        status = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain"],
+            capture_output=True, text=True, timeout=10, check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown", True
+    return out.stdout.strip() or "unknown", bool(status.stdout.strip())
+
+
+def roofline_floor_ms(
+    roofline: Roofline, flops: float, nbytes: float, ceilings: dict[str, Ceiling]
+) -> tuple[float | None, list[str]]:
+    """max(bytes / bandwidth, flops / compute) in ms; also the ceilings that were missing."""
+    terms, missing = [], []
+    if roofline.bandwidth is not None:
+        bw = ceilings.get(roofline.bandwidth)
+        if bw is None or not bw.gbps:
+            missing.append(roofline.bandwidth)
+        else:
+            terms.append(nbytes / (bw.gbps * 1e9) * 1e3)
+    if roofline.compute is not None:
+        cc = ceilings.get(roofline.compute)
+        if cc is None or not cc.tflops:
+            missing.append(roofline.compute)
+        else:
+            terms.append(flops / (cc.tflops * 1e12) * 1e3)
+    return (max(terms) if terms else None), missing
+
+
+@dataclass
+class _Checked:
+    passed: bool
+    rel_err: float
+    messages: list[str]
+    arrays: Arrays
+    outputs: Arrays
+    reference: Arrays
+
+
+class _Harness:
+    """Per-run state: compiled modules and baseline timings shared across cases."""
+
+    def __init__(self, backend: Backend, policy: TimingPolicy, run_id: str, run: Run | None):
+        self.backend = backend
+        self.policy = policy
+        self.run_id = run_id
+        self.run = run
+        self._modules: dict[tuple[str, tuple[str, ...]], Any] = {}
+        self._compile_errors: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._baselines: dict[tuple[str, str], Baseline] = {}
+
+    def _module(self, case: Case) -> Any:
+        bench = case.benchmark
+        options = tuple(bench.compile_options) + tuple(
+            bench.version_options.get(case.version.stem, ())
+        )
+        key = (case.id, options)
+        if key in self._compile_errors:
+            raise RuntimeError(self._compile_errors[key])
+        if key not in self._modules:
+            try:
+                self._modules[key] = self.backend.compile(case.version.source, options)
+            except Exception as exc:
+                message = f"compile failed ({' '.join(options)}): {type(exc).__name__}: {exc}"
+                self._compile_errors[key] = message
+                raise RuntimeError(message) from exc
+        return self._modules[key]
+
+    def check(self, case: Case, module: Any) -> _Checked:
+        bench, shape = case.benchmark, case.shape
+        seed = secrets.randbits(63)
+        inputs = bench.inputs(shape, self.backend.rng(seed))
+        clash = set(inputs) & set(bench.outputs)
+        if clash:
+            raise RuntimeError(f"names used for both inputs and outputs: {sorted(clash)}")
+        outputs = {n: self.backend.alloc_output(spec, shape) for n, spec in bench.outputs.items()}
+        arrays = {**inputs, **outputs}
+        bench.launch(module, case.version, shape, arrays)
+        self.backend.synchronize()
+        reference = bench.reference(self.backend.upcast(inputs), shape)
+        passed, rel_err, messages = self._compare(bench, outputs, reference)
+        if not passed:
+            messages.insert(0, f"input seed {seed}")
+        return _Checked(passed, rel_err, messages, arrays, outputs, reference)
+
+    def _compare(
+        self, bench: Benchmark, outputs: Arrays, reference: Arrays
+    ) -> tuple[bool, float, list[str]]:
+        got = bench.compare(outputs) if bench.compare is not None else outputs
+        passed, worst, messages = True, 0.0, []
+        for name in bench.outputs:
+            if name not in reference:
+                return False, float("nan"), [f"reference returned no output {name!r}"]
+            cmp = self.backend.compare(got[name], reference[name], bench.tolerance)
+            if not cmp.passed:
+                passed = False
+                messages.append(
+                    f"output {name!r}: rel err {cmp.rel_err:.3e} > tolerance {bench.tolerance:.1e}"
+                )
+                messages.extend(f"  {m}" for m in cmp.mismatches)
+            worst = max(worst, cmp.rel_err) if cmp.rel_err == cmp.rel_err else float("nan")
+        return passed, worst, messages
+
+    def check_only(self, case: Case) -> CaseOutcome:
+        try:
+            checked = self.check(case, self._module(case))
+        except Exception as exc:
+            return CaseOutcome(case, "failed", messages=[f"{type(exc).__name__}: {exc}"])
+        finally:
+            self.backend.release()
+        status: Status = "checked" if checked.passed else "failed"
+        return CaseOutcome(case, status, rel_err=checked.rel_err, messages=checked.messages)
+
+    def run_case(self, case: Case, repeat: int = 1) -> CaseOutcome:
+        try:
+            return self._run_case(case, repeat)
+        except Exception as exc:
+            return CaseOutcome(case, "failed", messages=[f"{type(exc).__name__}: {exc}"])
+        finally:
+            self.backend.release()
+
+    def _run_case(self, case: Case, repeat: int) -> CaseOutcome:
+        assert self.run is not None
+        bench, shape = case.benchmark, case.shape
+        clocks_before = self.backend.clocks()
+        module = self._module(case)
+        checked = self.check(case, module)
+        if not checked.passed:
+            return CaseOutcome(case, "failed", rel_err=checked.rel_err, messages=checked.messages)
+
+        def launch() -> None:
+            bench.launch(module, case.version, shape, checked.arrays)
+
+        stats = [self.backend.time(launch, self.policy) for _ in range(max(1, repeat))]
+        stat = stats[0]
+        self.backend.synchronize()
+        passed, rel_after, messages = self._compare(bench, checked.outputs, checked.reference)
+        if not passed:
+            messages.insert(0, "outputs wrong after the timed launches (state kept between launches?)")
+            return CaseOutcome(case, "failed", rel_err=rel_after, messages=messages)
+        baseline = self._baseline(case, checked.arrays)
+        clocks_after = self.backend.clocks()
+
+        flops, nbytes = float(bench.flops(shape)), float(bench.bytes(shape))
+        ms = stat.median_ms
+        floor, missing = roofline_floor_ms(bench.roofline, flops, nbytes, self.run.ceilings)
+        medians = [s.median_ms for s in stats]
+        if floor is None:
+            return CaseOutcome(
+                case, "failed", messages=[f"no roofline: ceiling(s) {missing} not measured"]
+            )
+        if ms < floor * (1.0 - FLOOR_SLACK):
+            return CaseOutcome(
+                case,
+                "refused",
+                rel_err=checked.rel_err,
+                repeat_medians_ms=medians,
+                messages=[
+                    f"median {ms:.4f} ms is {100 * (1 - ms / floor):.1f}% under the roofline "
+                    f"floor {floor:.4f} ms: a measurement bug (byte or FLOP count too high, "
+                    "data served from cache, or a kernel doing less work); not recorded"
+                ],
+            )
+        notes = [f"ceiling(s) {missing} not measured; floor from the others"] if missing else []
+        throttled = is_throttled(clocks_before, clocks_after)
+        if throttled:
+            reasons = sorted(set(clocks_before.throttle_reasons) | set(clocks_after.throttle_reasons))
+            notes.append(f"clocks throttled: {', '.join(reasons)}")
+        result = CaseResult(
+            id=case.id,
+            topic=case.topic,
+            version=case.version.stem,
+            benchmark=bench.name,
+            title=case.version.title,
+            shape=dict(shape),
+            shape_label=case.shape_label,
+            headline=case.headline,
+            source_hash=case.source_hash,
+            suite_hash=case.suite_hash,
+            run=self.run_id,
+            stat=stat,
+            flops=flops,
+            bytes=nbytes,
+            gbps=nbytes / (ms * 1e-3) / 1e9,
+            tflops=flops / (ms * 1e-3) / 1e12,
+            roofline_ms=floor,
+            pct_roofline=100.0 * floor / ms,
+            baseline=baseline,
+            pct_library=100.0 * baseline.stat.median_ms / ms if baseline else None,
+            rel_err=max(checked.rel_err, rel_after),
+            tolerance=bench.tolerance,
+            clocks_before=clocks_before,
+            clocks_after=clocks_after,
+            throttled=throttled,
+        )
+        return CaseOutcome(
+            case,
+            "recorded",
+            result=result,
+            rel_err=result.rel_err,
+            messages=notes,
+            repeat_medians_ms=medians,
+        )
+
+    def _baseline(self, case: Case, arrays: Arrays) -> Baseline | None:
+        bench = case.benchmark
+        if bench.baseline is None:
+            return None
+        key = (bench.name, case.shape_label)
+        if key not in self._baselines:
+            fn: Callable[[], None] = bench.baseline.make(arrays, case.shape)
+            stat: Stat = self.backend.time(fn, self.policy)
+            seconds = stat.median_ms * 1e-3
+            flops, nbytes = float(bench.flops(case.shape)), float(bench.bytes(case.shape))
+            self._baselines[key] = Baseline(
+                name=bench.baseline.name,
+                stat=stat,
+                gbps=nbytes / seconds / 1e9 if nbytes else None,
+                tflops=flops / seconds / 1e12 if flops else None,
+            )
+        return self._baselines[key]
