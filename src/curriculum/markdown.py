@@ -55,8 +55,16 @@ def link_scheme(url: str) -> str | None:
 
 
 def is_allowed_link(url: str) -> bool:
-    scheme = link_scheme(url)
-    return scheme is None or scheme in EXTERNAL_SCHEMES | CONTENT_SCHEMES
+    """Only relative links and known schemes; checked on the URL as written and
+    percent-decoded, so an encoded control character cannot hide a scheme."""
+    from urllib.parse import unquote
+
+    allowed = EXTERNAL_SCHEMES | CONTENT_SCHEMES
+    for form in (url, unquote(url)):
+        scheme = link_scheme(form)
+        if scheme is not None and scheme not in allowed:
+            return False
+    return True
 
 
 # --- rules ---------------------------------------------------------------------
@@ -281,8 +289,10 @@ def _render_image(self: Any, tokens: list[Token], idx: int, options: Any, env: d
     alt = escape("".join(c.content for c in (tok.children or [])))
     src = escape(env["image"](str(tok.attrs.get("src", ""))))
     title = tok.attrs.get("title")
-    caption = f"<figcaption>{escape(str(title))}</figcaption>" if title else ""
-    return f'<figure class="image"><img src="{src}" alt="{alt}" loading="lazy">{caption}</figure>'
+    img = f'<img src="{src}" alt="{alt}" loading="lazy">'
+    if not title:
+        return img
+    return f'<span class="image">{img}<span class="caption">{escape(str(title))}</span></span>'
 
 
 def _render_figure_ref(self: Any, tokens: list[Token], idx: int, options: Any,

@@ -1,0 +1,127 @@
+"""The sample project built whole: expected tree, determinism, atomic writes,
+strictness and the command line."""
+
+from __future__ import annotations
+
+import filecmp
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, SAMPLE, TEMPLATES, edit
+from curriculum.build import build
+from curriculum.cli import main
+from curriculum.errors import ContentError
+
+EXPECTED = REPO / "tests" / "fixtures" / "sample-expected"
+EPOCH = "1790000000"
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def pages(folder: Path) -> dict[str, bytes]:
+    """Generated files, without copied static assets and binary figures."""
+    return {k: v for k, v in tree(folder).items()
+            if not k.startswith(("static/", "figures/"))}
+
+
+def test_sample_matches_expected_tree(sample: Path, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    out = tmp_path / "out"
+    build(sample, out_dir=out, templates=TEMPLATES, strict=True)
+    if os.environ.get("UPDATE_FIXTURES"):
+        shutil.rmtree(EXPECTED, ignore_errors=True)
+        for edition in ("public", "member"):
+            for rel, data in pages(out / edition).items():
+                dest = EXPECTED / edition / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(data)
+    for edition in ("public", "member"):
+        got, want = pages(out / edition), pages(EXPECTED / edition)
+        assert sorted(got) == sorted(want), edition
+        for rel in want:
+            assert got[rel] == want[rel], f"{edition}/{rel} differs from the expected tree"
+    assert any(k.startswith("figures/") for k in tree(out / "member"))
+    assert not any(k.startswith("figures/") for k in tree(out / "public")), \
+        "a chart used only by a premium page reached the public edition"
+
+
+def _build_in_subprocess(out: Path, tz: str, seed: str) -> None:
+    env = {**os.environ, "SOURCE_DATE_EPOCH": EPOCH, "TZ": tz, "PYTHONHASHSEED": seed}
+    subprocess.run([sys.executable, "-m", "curriculum", "--root", str(SAMPLE), "--templates",
+                    str(TEMPLATES), "build", "--out", str(out)], check=True, env=env,
+                   capture_output=True)
+
+
+def test_double_build_is_byte_identical(tmp_path: Path) -> None:
+    _build_in_subprocess(tmp_path / "a", "UTC", "1")
+    _build_in_subprocess(tmp_path / "b", "Asia/Tokyo", "4242")
+    a, b = tree(tmp_path / "a"), tree(tmp_path / "b")
+    assert a.keys() == b.keys()
+    assert [k for k in a if a[k] != b[k]] == []
+    for rel in a:
+        ma = (tmp_path / "a" / rel).stat().st_mtime
+        assert int(ma) == int(EPOCH)
+
+
+def test_failed_build_leaves_previous_site(sample: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    build(sample, out_dir=out, templates=TEMPLATES)
+    before = tree(out / "public")
+    edit(sample, "paths/starter.yaml", "- experiment: bound", "- experiment: bonud")
+    with pytest.raises(ContentError):
+        build(sample, out_dir=out, templates=TEMPLATES)
+    assert tree(out / "public") == before
+    assert sorted(p.name for p in out.iterdir()) == ["member", "public"], "temporary folders left"
+
+
+def test_stale_files_do_not_survive(sample: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    build(sample, out_dir=out, templates=TEMPLATES)
+    (out / "public" / "old-page.html").write_text("left over")
+    build(sample, out_dir=out, templates=TEMPLATES)
+    assert not (out / "public" / "old-page.html").exists()
+    assert filecmp.cmp(out / "public" / "index.html", out / "public" / "index.html")
+
+
+def test_edited_kernel_makes_strict_fail(sample: Path, tmp_path: Path) -> None:
+    (sample / "kernels/demo/01_copy.cu").write_text("// 01 copy, now different\n")
+    build(sample, out_dir=tmp_path / "lax", templates=TEMPLATES)  # a warning only
+    with pytest.raises(ContentError) as info:
+        build(sample, out_dir=tmp_path / "strict", templates=TEMPLATES, strict=True)
+    text = "\n".join(d.format() for d in info.value.diagnostics)
+    assert "figure.stale" in text and "capsule 'copy-kernel'" in text
+    assert "{fig:demo/01_copy.gbps}" in text
+    page = (tmp_path / "lax" / "member" / "courses/demo/copy-kernel/index.html").read_text()
+    assert "badge-stale" in page
+
+
+def test_cli_exit_codes(sample: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--root", str(sample), "--templates", str(TEMPLATES)]
+    assert main([*args, "build", "--out", str(tmp_path / "o")]) == 0
+    assert main([*args, "check"]) == 0
+    assert main([*args, "build", "--edition", "nope", "--out", str(tmp_path / "o")]) == 2
+    edit(sample, "paths/starter.yaml", "- experiment: bound", "- experiment: bonud")
+    assert main([*args, "check"]) == 1
+    err = capsys.readouterr().err
+    assert "paths/starter.yaml:15:17: error[step.unknown-ref]: no experiment 'bonud'" in err
+    assert "1 error(s)" in err
+
+
+def test_schema_export(tmp_path: Path) -> None:
+    assert main(["--root", str(tmp_path), "schema", "--out", str(tmp_path / "s")]) == 0
+    names = sorted(p.name for p in (tmp_path / "s").iterdir())
+    assert "capsule.schema.json" in names and "path.schema.json" in names
+    import json
+
+    capsule = json.loads((tmp_path / "s" / "capsule.schema.json").read_text())
+    assert capsule["additionalProperties"] is False
+    assert all("description" in v for v in capsule["properties"].values())

@@ -1,0 +1,90 @@
+"""Premium text never reaches the public edition.
+
+A unique canary sentence goes into every field a reader below the tier must
+not see; the public edition is searched byte for byte (decompressing any
+gzip, zip or EPUB file) and must not hold one. The member edition must hold
+every canary: the positive control that proves the search can find them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import zipfile
+from pathlib import Path
+
+from conftest import TEMPLATES, edit
+from curriculum.build import build
+
+CAP = "content/courses/demo/capsules"
+
+
+def all_bytes(folder: Path) -> list[tuple[str, bytes]]:
+    out = []
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        out.append((str(path), data))
+        if data[:2] == b"\x1f\x8b":
+            out.append((f"{path}!gunzip", gzip.decompress(data)))
+        if data[:4] == b"PK\x03\x04":
+            with zipfile.ZipFile(io.BytesIO(data)) as z:
+                out.extend((f"{path}!{n}", z.read(n)) for n in z.namelist())
+    return out
+
+
+def plant_canaries(root: Path) -> list[str]:
+    canaries = [f"zebra quartz canary {i} sings under violet lamps" for i in range(6)]
+    edit(root, f"{CAP}/tiling.md", "## The members part\n",
+         f"## The members part\n\n{canaries[0]}.\n")
+    q = "content/questions/is-it-bound.md"
+    edit(root, q, "far below the ridge", f"far below the ridge. {canaries[1]}. It is")
+    edit(root, q, "Guesses without arithmetic.", canaries[2])
+    edit(root, q, "Computes intensity and compares with the ridge point.", canaries[3])
+    edit(root, q, "Look for the ridge point stated with its units.", canaries[4])
+    exp = "content/experiments/bound.md"
+    edit(root, exp, "access: free", "access: premium")
+    edit(root, exp, "The time is bytes over bandwidth.",
+         f"The time is bytes over bandwidth.\n\n<!-- more -->\n\n{canaries[5]}.")
+    return canaries
+
+
+def test_no_premium_text_in_public_edition(sample: Path, tmp_path: Path) -> None:
+    canaries = plant_canaries(sample)
+    build(sample, out_dir=tmp_path, templates=TEMPLATES, strict=True)
+    public = all_bytes(tmp_path / "public")
+    member = all_bytes(tmp_path / "member")
+    for canary in canaries:
+        needle = canary.encode()
+        leaks = [name for name, data in public if needle in data]
+        assert leaks == [], f"'{canary}' leaked into {leaks}"
+        assert any(needle in data for _, data in member), f"'{canary}' missing from member"
+
+
+def test_public_edition_keeps_preview_and_metadata(sample: Path, tmp_path: Path) -> None:
+    build(sample, out_dir=tmp_path, templates=TEMPLATES)
+    page = (tmp_path / "public/courses/demo/tiling/index.html").read_text()
+    assert "Tiling for reuse" in page and "Each tile is loaded once." in page
+    assert "Members read every capsule in full." in page
+    assert "thirty-two" not in page
+
+
+def test_leak_check_stops_the_build(sample: Path, tmp_path: Path) -> None:
+    """A template that printed a withheld body would be caught by `check`."""
+    import pytest
+
+    from curriculum.errors import ContentError
+
+    templates = tmp_path / "templates"
+    import shutil
+
+    shutil.copytree(TEMPLATES, templates)
+    page = templates / "capsule.html"
+    page.write_text(page.read_text().replace(
+        "{{ preview_html }}", "{{ preview_html }}{{ cap.meta.summary }} "
+        "Premium readers learn that a thirty-two by thirty-two tile cuts global reads "
+        "thirty-two fold here."))
+    with pytest.raises(ContentError) as info:
+        build(sample, out_dir=tmp_path / "out", templates=templates)
+    assert any(d.code == "leak.withheld-text" for d in info.value.diagnostics)
