@@ -125,3 +125,13 @@ def test_schema_export(tmp_path: Path) -> None:
     capsule = json.loads((tmp_path / "s" / "capsule.schema.json").read_text())
     assert capsule["additionalProperties"] is False
     assert all("description" in v for v in capsule["properties"].values())
+
+
+def test_committed_schemas_are_current(tmp_path: Path) -> None:
+    """`schemas/` is what editors read; it must match the models."""
+    from curriculum.schema import export_schemas
+
+    for path in export_schemas(tmp_path):
+        committed = REPO / "schemas" / path.name
+        assert committed.is_file(), f"run `curriculum schema` to add {committed.name}"
+        assert committed.read_text() == path.read_text(), f"run `curriculum schema`: {path.name}"
