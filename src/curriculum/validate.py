@@ -254,6 +254,7 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
             diags.error(Loc(d.file, 1, 1), "capsule.duplicate-id",
                         f"capsule id '{d.id}' is used by {dup[d.id]} files")
     syllabi = {d.course: (d, m) for d, m in by_kind.get("syllabus", [])}
+    broken_courses = {d.id for d, m in by_kind.get("course", []) if m is None}
     for doc, course in by_kind.get("course", []):
         if course is None:
             continue
@@ -279,6 +280,8 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
                             "capsule.unknown-prerequisite", f"no capsule '{pre}'",
                             did_you_mean(pre, ids["capsule"]))
         if doc.id not in placement:
+            if doc.course in broken_courses:
+                continue  # its course.yaml did not validate; that error is enough
             diags.error(Loc(doc.file, 1, 1), "capsule.unlisted",
                         f"capsule '{doc.id}' is in no part of course '{doc.course}'",
                         f"add it to content/courses/{doc.course}/course.yaml")
