@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, SAMPLE, TEMPLATES, edit
+
 from curriculum.build import build
 from curriculum.cli import main
 from curriculum.errors import ContentError

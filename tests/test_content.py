@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import REPO
+
 from curriculum.build import build
 
 

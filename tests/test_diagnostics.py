@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from conftest import TEMPLATES, edit
+
 from curriculum.build import check_project
 from curriculum.errors import Diagnostics
 

@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 from conftest import TEMPLATES, edit
+
 from curriculum.build import build
 
 CAP = "content/courses/demo/capsules"

@@ -181,6 +181,7 @@ def write_results(path: Path, results: ResultsFile) -> None:
     text = json.dumps(ordered.model_dump(mode="json"), indent=1, sort_keys=True) + "\n"
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; results are shared data
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,20 +27,30 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--force", action="store_true", help="re-run cases whose sources are unchanged"
     )
     parser.add_argument(
-        "--shard", metavar="I/N", default="0/1",
+        "--shard",
+        metavar="I/N",
+        default="0/1",
         help="run shard I of N (from 0); one process per device, all writing one file",
     )
     parser.add_argument("--list", action="store_true", help="list the cases and exit (no GPU)")
     parser.add_argument(
-        "--out", metavar="FILE", type=Path,
+        "--out",
+        metavar="FILE",
+        type=Path,
         help="results file (default kernels/results/<gpu-slug>.json)",
     )
     parser.add_argument(
-        "--time-cap", metavar="SECONDS", type=float, default=TimingPolicy.time_cap_s,
+        "--time-cap",
+        metavar="SECONDS",
+        type=float,
+        default=TimingPolicy.time_cap_s,
         help="wall-clock cap of one timing (kernel or baseline) of a case",
     )
     parser.add_argument(
-        "--device", metavar="N", type=int, default=0,
+        "--device",
+        metavar="N",
+        type=int,
+        default=0,
         help="device index among CUDA_VISIBLE_DEVICES (default 0)",
     )
     parser.add_argument(
@@ -47,12 +58,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--headline", action="store_true", help="only each headline shape")
     parser.add_argument(
-        "--check-only", action="store_true",
+        "--check-only",
+        action="store_true",
         help="correctness checks only: no ceilings, no timing, nothing written; "
         "buffers are not pooled, so a memory checker sees their bounds",
     )
     parser.add_argument(
-        "--repeat", metavar="K", type=int, default=1,
+        "--repeat",
+        metavar="K",
+        type=int,
+        default=1,
         help="time each case K times and report every median (the first is recorded)",
     )
 
@@ -60,7 +75,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)
     try:
         options = _options(args)
         if args.list:
@@ -94,16 +109,16 @@ def _options(args: argparse.Namespace) -> BenchOptions:
 
 
 def _list(options: BenchOptions) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
     cases = plan(options)
-    table = Table(title=f"{len(cases)} case(s)", show_lines=False)
-    for col in ("case", "benchmark", "shape", "headline", "title"):
-        table.add_column(col)
-    for c in cases:
-        table.add_row(c.id, c.benchmark.name, c.shape_label, "yes" if c.headline else "", c.version.title)
-    Console().print(table)
+    width = max(len(c.id) for c in cases)
+    shape_width = max(len(c.shape_label) for c in cases)
+    lines = [
+        f"{c.id:<{width}}  {c.benchmark.name:<10}  {c.shape_label:<{shape_width}}  "
+        f"{'headline' if c.headline else '        '}  {c.version.title}"
+        for c in cases
+    ]
+    lines.append(f"{len(cases)} case(s)")
+    sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
 
@@ -208,4 +223,6 @@ def _print_summary(summary: BenchSummary, err: Any) -> None:
     where = f"; results in {summary.results_path}" if summary.results_path else ""
     err.print(f"bench: {parts or 'nothing to do'}{where}", highlight=False, markup=False)
     for o in summary.failed:
-        err.print(f"  {o.status}: {o.case.id} [{o.case.shape_label}]", highlight=False, markup=False)
+        err.print(
+            f"  {o.status}: {o.case.id} [{o.case.shape_label}]", highlight=False, markup=False
+        )

@@ -38,7 +38,9 @@ def import_cupy() -> Any:
     try:
         import cupy
     except ImportError as exc:
-        raise NoGpuError(f"CuPy cannot be imported ({exc}); install cupy-cuda12x or cupy-cuda13x") from exc
+        raise NoGpuError(
+            f"CuPy cannot be imported ({exc}); install cupy-cuda12x or cupy-cuda13x"
+        ) from exc
     return cupy
 
 
@@ -81,7 +83,9 @@ class CupyBackend:
     @property
     def timer(self) -> CudaEventTimer:
         if self._timer is None:
-            self._timer = CudaEventTimer(int(self._props["l2CacheSize"]))
+            self._timer = CudaEventTimer(
+                int(self._props["l2CacheSize"]), int(self._props["multiProcessorCount"])
+            )
         return self._timer
 
     def device(self) -> DeviceInfo:

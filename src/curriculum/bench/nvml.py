@@ -51,13 +51,20 @@ class Nvml:
             import pynvml
 
             pynvml.nvmlInit()
-            if pci_bus_id:
-                self._handle = pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id.encode())
-            else:
-                self._handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            self._handle = self._find(pynvml, pci_bus_id)
             self._nvml = pynvml
-        except Exception:  # noqa: BLE001 - NVML missing or refusing: clocks unknown
+        except Exception:  # NVML missing or refusing: clocks unknown
             self._nvml = None
+
+    @staticmethod
+    def _find(pynvml: Any, pci_bus_id: str | None) -> Any:
+        if pci_bus_id:
+            try:
+                return pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id.encode())
+            except Exception:  # a bus-id format NVML rejects: try the only device
+                if pynvml.nvmlDeviceGetCount() != 1:
+                    raise
+        return pynvml.nvmlDeviceGetHandleByIndex(0)
 
     @property
     def available(self) -> bool:
@@ -71,7 +78,7 @@ class Nvml:
             return None
         try:
             return fn(self._handle, *args)
-        except Exception:  # noqa: BLE001
+        except Exception:  # a failed read is an unknown value
             return None
 
     def clocks(self) -> Clocks:
@@ -100,6 +107,6 @@ class Nvml:
             return None
         try:
             version = self._nvml.nvmlSystemGetDriverVersion()
-        except Exception:  # noqa: BLE001
+        except Exception:  # a failed read is an unknown value
             return None
         return version.decode() if isinstance(version, bytes) else str(version)

@@ -240,11 +240,17 @@ def git_state(root: Path) -> tuple[str, bool]:
     try:
         out = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         )
         status = subprocess.run(
             ["git", "-C", str(root), "status", "--porcelain"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         )
     except (OSError, subprocess.SubprocessError):
         return "unknown", True
@@ -380,7 +386,9 @@ class _Harness:
         self.backend.synchronize()
         passed, rel_after, messages = self._compare(bench, checked.outputs, checked.reference)
         if not passed:
-            messages.insert(0, "outputs wrong after the timed launches (state kept between launches?)")
+            messages.insert(
+                0, "outputs wrong after the timed launches (state kept between launches?)"
+            )
             return CaseOutcome(case, "failed", rel_err=rel_after, messages=messages)
         baseline = self._baseline(case, checked.arrays)
         clocks_after = self.backend.clocks()
@@ -408,7 +416,9 @@ class _Harness:
         notes = [f"ceiling(s) {missing} not measured; floor from the others"] if missing else []
         throttled = is_throttled(clocks_before, clocks_after)
         if throttled:
-            reasons = sorted(set(clocks_before.throttle_reasons) | set(clocks_after.throttle_reasons))
+            reasons = sorted(
+                set(clocks_before.throttle_reasons) | set(clocks_after.throttle_reasons)
+            )
             notes.append(f"clocks throttled: {', '.join(reasons)}")
         result = CaseResult(
             id=case.id,

@@ -71,7 +71,9 @@ def topic_dirs(root: Path, topic_glob: str = "*") -> list[Path]:
     return sorted(
         p
         for p in base.iterdir()
-        if p.is_dir() and p.name != "results" and not p.name.startswith((".", "_"))
+        if p.is_dir()
+        and p.name != "results"
+        and not p.name.startswith((".", "_"))
         and fnmatch.fnmatchcase(p.name, topic_glob)
     )
 
@@ -106,7 +108,9 @@ def load_suite(topic_dir: Path) -> LoadedSuite:
     if not isinstance(suite, Suite):
         raise SuiteError(f"{path}: no module-level SUITE = Suite(...)")
     if suite.topic != topic_dir.name:
-        raise SuiteError(f"{path}: SUITE.topic is {suite.topic!r}, the folder is {topic_dir.name!r}")
+        raise SuiteError(
+            f"{path}: SUITE.topic is {suite.topic!r}, the folder is {topic_dir.name!r}"
+        )
     problems = []
     for cu in cu_files:
         if not VERSION_FILE.match(cu.name):

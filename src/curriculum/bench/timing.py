@@ -11,7 +11,11 @@ Why each step:
 - warm-up by time (at least `warmup_ms` and `warmup_launches`): module load,
   first-touch allocation and clock ramp-up stay out of the samples;
 - L2 flush before every repetition: a kernel whose data fits in the 50 MB L2
-  would otherwise be timed against the cache, not device memory;
+  would otherwise be timed against the cache, not device memory. The flush
+  writes a buffer of 3x the L2 (evicting everything), then reads it back: the
+  L2 is write-back, so after the write alone it would be full of dirty lines,
+  and the timed kernel would pay for writing them out (tens of microseconds,
+  a few percent of a 1 GiB copy);
 - persisting-L2 limit set to zero: no access-policy window keeps lines
   resident between repetitions;
 - median with 20th/80th percentiles: robust to the occasional preempted or
@@ -134,6 +138,20 @@ def time_call(
             return summarize(samples)
 
 
+_FLUSH_READ = r"""
+extern "C" __global__ void flush_read(const int4* __restrict__ buf, long long n4, int* sink) {
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long step = (long long)gridDim.x * blockDim.x;
+    int acc = 0;
+    for (; i < n4; i += step) {
+        int4 v = buf[i];
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (acc == 0x7fffffff) *sink = acc;  // a use of every load, almost never a store
+}
+"""
+
+
 class CudaEventTimer:
     """The real timer: CUDA events on the current stream, L2 flushed by a write.
 
@@ -141,13 +159,18 @@ class CudaEventTimer:
     used (and tested) on machines without a GPU.
     """
 
-    def __init__(self, l2_bytes: int) -> None:
+    def __init__(self, l2_bytes: int, sm_count: int) -> None:
         import cupy
+        import numpy
 
         self._cupy = cupy
         self._set_persisting_l2_zero()
-        size = max(FLUSH_FACTOR * l2_bytes, 64 << 20)
+        size = max(FLUSH_FACTOR * l2_bytes, 64 << 20) // 16 * 16
         self._flush_buf = cupy.empty(size // 4, dtype=cupy.int32)
+        self._flush_n4 = numpy.int64(size // 16)
+        self._sink = cupy.zeros(1, dtype=cupy.int32)
+        self._flush_read = cupy.RawKernel(_FLUSH_READ, "flush_read")
+        self._flush_grid = (max(1, sm_count) * 8,)
         self._flush_value = 0
         self._start = cupy.cuda.Event()
         self._end = cupy.cuda.Event()
@@ -159,13 +182,15 @@ class CudaEventTimer:
             return
         try:
             setter(CUDA_LIMIT_PERSISTING_L2, 0)
-        except Exception:  # noqa: BLE001 - unsupported on some devices; harmless
+        except Exception:  # unsupported on some devices; nothing persists then
             return
 
     def flush_l2(self) -> None:
-        # A different value each time, so no layer can skip an unchanged write.
+        # A different value each time, so no layer can skip an unchanged write;
+        # then a read, so the lines left in the L2 are clean.
         self._flush_value = (self._flush_value + 1) & 0x7FFFFFFF
         self._flush_buf.fill(self._flush_value)
+        self._flush_read(self._flush_grid, (256,), (self._flush_buf, self._flush_n4, self._sink))
 
     def elapsed_ms(self, fn: Callable[[], None]) -> float:
         stream = self._cupy.cuda.get_current_stream()

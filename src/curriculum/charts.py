@@ -1,0 +1,341 @@
+"""Charts of measured results, as deterministic SVG.
+
+A Markdown block with the info string `chart` holds a `ChartSpec` in YAML.
+Three kinds:
+
+- `ladder`: one bar per version of a topic (or of one benchmark of it) at its
+  headline shape; the bar's length is `field` (default: % of the library).
+- `roofline`: log-log, the run's measured bandwidth ceilings as slanted lines
+  and its compute ceilings as flat ones, each measured kernel at its
+  (FLOP/byte, achieved FLOP/s) point.
+- `sweep`: `field` against shape, one line per version.
+
+The same spec and results give byte-identical SVG: Matplotlib's defaults (no
+user style), a fixed figure size, a fixed hash salt for element ids, text
+kept as text (`svg.fonttype: none`) and no date in the metadata. Nothing is
+fetched: the only font used is the one Matplotlib ships.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from curriculum.bench.api import VERSION_FILE
+from curriculum.results import CaseResult, ResultsFile
+
+CHART_FORMAT = 1  # bump when the drawing code changes, to invalidate cached charts
+
+ChartKind = Literal["ladder", "roofline", "sweep"]
+
+
+def _library(attr: str, scale: float = 1.0) -> Callable[[CaseResult], float | None]:
+    def get(c: CaseResult) -> float | None:
+        if c.baseline is None:
+            return None
+        value = c.baseline.stat.median_ms if attr == "ms" else getattr(c.baseline, attr)
+        return None if value is None else value * scale
+
+    return get
+
+
+# Every figure field of a case: how to read it, its axis label, and its number format.
+FIELDS: dict[str, tuple[Callable[[CaseResult], float | None], str, str]] = {
+    "ms": (lambda c: c.stat.median_ms, "time (ms, median)", "{:.3g}"),
+    "us": (lambda c: c.stat.median_ms * 1e3, "time (µs, median)", "{:.3g}"),
+    "gbps": (lambda c: c.gbps, "GB/s", "{:.0f}"),
+    "tbps": (lambda c: c.gbps / 1e3, "TB/s", "{:.2f}"),
+    "tflops": (lambda c: c.tflops, "TFLOP/s", "{:.3g}"),
+    "pct_roofline": (lambda c: c.pct_roofline, "% of roofline", "{:.1f}%"),
+    "pct_library": (lambda c: c.pct_library, "% of library", "{:.1f}%"),
+    "rel_err": (lambda c: c.rel_err, "relative error", "{:.1e}"),
+    "library_ms": (_library("ms"), "library time (ms)", "{:.3g}"),
+    "library_gbps": (_library("gbps"), "library GB/s", "{:.0f}"),
+    "library_tflops": (_library("tflops"), "library TFLOP/s", "{:.3g}"),
+}
+
+FIGSIZE = (7.2, 4.2)
+PALETTE = ["#3b6ea8", "#d9822b", "#4f9a5b", "#b8483e", "#7d62a8", "#8c6d4f", "#c964a2", "#6f7d8c"]
+RC = {
+    "svg.hashsalt": "curriculum-chart",
+    "svg.fonttype": "none",
+    "font.family": "DejaVu Sans",
+    "font.size": 9.0,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "path.simplify": False,
+}
+
+
+class ChartSpec(BaseModel):
+    """What a `chart` block in Markdown asks for."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: ChartKind = Field(description="ladder, roofline or sweep.")
+    topic: str = Field(description="Folder under kernels/, e.g. 'memory'.")
+    benchmark: str | None = Field(
+        default=None, description="One benchmark of the topic, e.g. 'copy'; all when omitted."
+    )
+    field: str = Field(default="pct_library", description="Case field to plot (ladder and sweep).")
+    alt: str = Field(min_length=1, description="Text alternative read in place of the chart.")
+    caption: str | None = Field(default=None, description="Caption shown under the chart.")
+
+    @field_validator("field")
+    @classmethod
+    def _known_field(cls, value: str) -> str:
+        if value not in FIELDS:
+            raise ValueError(f"unknown field {value!r}; one of: {', '.join(FIELDS)}")
+        return value
+
+
+def _topic_cases(spec: ChartSpec, results: ResultsFile) -> list[CaseResult]:
+    cases = [
+        c
+        for c in results.cases
+        if c.topic == spec.topic and (spec.benchmark is None or c.benchmark == spec.benchmark)
+    ]
+    if not cases:
+        what = f"topic {spec.topic!r}" + (
+            f", benchmark {spec.benchmark!r}" if spec.benchmark else ""
+        )
+        raise ValueError(
+            f"chart: no measured cases for {what} in the {results.gpu_slug} results; "
+            f"run `curriculum bench --only '{spec.topic}/*'` on a GPU"
+        )
+    return sorted(cases, key=lambda c: (c.version, _size(c), c.shape_label))
+
+
+def _size(c: CaseResult) -> int:
+    total = 1
+    for v in c.shape.values():
+        total *= v
+    return total
+
+
+def _source_stems(sources_root: Path | None, topic: str) -> list[str]:
+    """Version stems on disk; `sources_root` is kernels/ or the project root."""
+    if sources_root is None:
+        return []
+    for base in (sources_root / topic, sources_root / "kernels" / topic):
+        if base.is_dir():
+            return sorted(p.stem for p in base.glob("*.cu") if VERSION_FILE.match(p.name))
+    return []
+
+
+def chart_inputs_hash(
+    spec: ChartSpec, results: ResultsFile, sources_root: Path | None = None
+) -> str:
+    """sha256 of everything a chart is drawn from, for caching rendered SVG.
+
+    Pass `sources_root` when the chart is rendered with it (a ladder shows
+    versions not yet measured).
+    """
+    cases = _topic_cases(spec, results)
+    runs = sorted({c.run for c in cases})
+    payload = {
+        "format": CHART_FORMAT,
+        "matplotlib": _matplotlib_version(),
+        "spec": spec.model_dump(mode="json"),
+        "cases": [c.model_dump(mode="json") for c in cases],
+        "runs": {r: results.runs[r].model_dump(mode="json") for r in runs if r in results.runs},
+        "stems": _source_stems(sources_root, spec.topic),
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _matplotlib_version() -> str:
+    import matplotlib
+
+    return str(matplotlib.__version__)
+
+
+def render_chart(spec: ChartSpec, results: ResultsFile, sources_root: Path) -> str:
+    """The chart as an SVG document (str); ValueError when the topic has no cases."""
+    cases = _topic_cases(spec, results)
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()
+        matplotlib.rcParams.update(RC)
+        fig = Figure(figsize=FIGSIZE)
+        ax = fig.add_subplot()
+        if spec.kind == "ladder":
+            _ladder(ax, spec, cases, _source_stems(sources_root, spec.topic))
+        elif spec.kind == "roofline":
+            _roofline(ax, spec, cases, results)
+        else:
+            _sweep(ax, spec, cases)
+        fig.tight_layout()
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    return buf.getvalue()
+
+
+def _colors(names: list[str]) -> dict[str, str]:
+    return {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(sorted(set(names)))}
+
+
+def _ladder(ax: Any, spec: ChartSpec, cases: list[CaseResult], stems: list[str]) -> None:
+    get, label, fmt = FIELDS[spec.field]
+    headline = {c.version: c for c in cases if c.headline}
+    versions = sorted(set(headline) | (set(stems) if spec.benchmark is None else set()))
+    colors = _colors([c.benchmark for c in headline.values()])
+    values: list[float | None] = [get(headline[v]) if v in headline else None for v in versions]
+    ys = list(range(len(versions)))[::-1]
+    known = [v for v in values if v is not None]
+    span = max(known) if known else 1.0
+    for y, version, value in zip(ys, versions, values, strict=True):
+        if value is None:
+            why = "not measured" if version not in headline else "no value"
+            ax.text(0, y, f"  {why}", va="center", ha="left", color="#777777")
+            continue
+        case = headline[version]
+        ax.barh(y, value, color=colors[case.benchmark], height=0.6)
+        ax.text(value + span * 0.01, y, fmt.format(value), va="center", ha="left")
+    ax.set_yticks(ys, [_short(v) for v in versions])
+    ax.set_xlim(0, span * 1.15)
+    ax.grid(axis="y", visible=False)
+    if spec.field in ("pct_library", "pct_roofline"):
+        ax.axvline(100, color="#444444", linestyle="--", linewidth=1)
+    shapes = sorted({c.shape_label for c in headline.values()})
+    ax.set_xlabel(f"{label}, at the headline shape ({'; '.join(shapes)})")
+    if len(colors) > 1:
+        from matplotlib.patches import Patch
+
+        ax.legend(
+            handles=[Patch(color=c, label=b) for b, c in colors.items()],
+            loc="lower left",
+            bbox_to_anchor=(0.0, 1.0),
+            ncols=len(colors),
+            frameon=False,
+        )
+
+
+def _short(stem: str) -> str:
+    return stem.replace("_", " ", 1)
+
+
+def _roofline(ax: Any, spec: ChartSpec, cases: list[CaseResult], results: ResultsFile) -> None:
+    points = [c for c in cases if c.headline and c.flops > 0 and c.bytes > 0]
+    if not points:
+        raise ValueError(
+            f"chart: roofline of {spec.topic!r} needs cases that count FLOPs; "
+            "its headline cases count none (use a ladder)"
+        )
+    run_id = max(c.run for c in points)
+    run = results.runs.get(run_id)
+    if run is None:
+        raise ValueError(f"chart: run {run_id!r} of the results file is missing")
+    if any(c.tflops <= 0 for c in points):
+        raise ValueError("chart: roofline points need a positive FLOP rate")
+    intensities = [c.flops / c.bytes for c in points]
+    bandwidths = {n: c.gbps for n, c in sorted(run.ceilings.items()) if c.gbps}
+    computes = {n: c.tflops for n, c in sorted(run.ceilings.items()) if c.tflops}
+    ridges = [t * 1e3 / g for t in computes.values() for g in bandwidths.values()]
+    x_lo = min(intensities) / 8
+    x_hi = max(intensities + ridges) * 8
+    import numpy
+
+    xs = numpy.geomspace(x_lo, x_hi, 64)
+    top = max(computes.values()) if computes else None
+    for i, (name, gbps) in enumerate(bandwidths.items()):
+        ys = xs * gbps / 1e3  # TFLOP/s = FLOP/byte * GB/s / 1000
+        if top is not None:
+            ys = numpy.minimum(ys, top)
+        ax.plot(
+            xs,
+            ys,
+            color="#555555",
+            linestyle=["-", "--", ":"][i % 3],
+            linewidth=1.2,
+            label=f"{name} {gbps:.0f} GB/s",
+        )
+    for i, (name, tflops) in enumerate(computes.items()):
+        ax.axhline(
+            tflops,
+            color="#999999",
+            linestyle=["-", "-."][i % 2],
+            linewidth=1,
+            label=f"{name} {tflops:.0f} TFLOP/s",
+        )
+    colors = _colors([c.version for c in points])
+    for group in _clusters(points):
+        x, y = group[0].flops / group[0].bytes, group[0].tflops
+        for c in group:
+            ax.plot([c.flops / c.bytes], [c.tflops], "o", color=colors[c.version])
+        ax.annotate(
+            ", ".join(_short(c.version) for c in group),
+            (x, y),
+            textcoords="offset points",
+            xytext=(6, -3),
+            fontsize=8,
+        )
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    y_lo = min(c.tflops for c in points) / 8
+    ax.set_ylim(y_lo, (top or max(c.tflops for c in points)) * 2)
+    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("achieved TFLOP/s")
+    ax.set_title(
+        f"{spec.topic}: roofline of run {run_id} ({run.provenance.gpu_name})",
+        loc="left",
+        fontsize=9,
+    )
+
+
+def _clusters(points: list[CaseResult]) -> list[list[CaseResult]]:
+    """Points within 10% of each other on both axes share one label."""
+    groups: list[list[CaseResult]] = []
+    for c in sorted(points, key=lambda c: c.version):
+        for g in groups:
+            a = g[0]
+            if (
+                abs(c.flops / c.bytes / (a.flops / a.bytes) - 1) < 0.1
+                and abs(c.tflops / a.tflops - 1) < 0.1
+            ):
+                g.append(c)
+                break
+        else:
+            groups.append([c])
+    return groups
+
+
+def _sweep(ax: Any, spec: ChartSpec, cases: list[CaseResult]) -> None:
+    get, label, _ = FIELDS[spec.field]
+    shapes = sorted({(_size(c), c.shape_label) for c in cases})
+    position = {lab: i for i, (_, lab) in enumerate(shapes)}
+    versions = sorted({c.version for c in cases})
+    colors = _colors(versions)
+    for version in versions:
+        mine = [c for c in cases if c.version == version]
+        pts = [(position[c.shape_label], get(c)) for c in mine]
+        pts = sorted((x, y) for x, y in pts if y is not None)
+        if not pts:
+            continue
+        ax.plot(
+            [x for x, _ in pts],
+            [y for _, y in pts],
+            marker="o",
+            color=colors[version],
+            label=_short(version),
+        )
+    ax.set_xticks(range(len(shapes)), [lab for _, lab in shapes], rotation=20, ha="right")
+    ax.set_ylabel(label)
+    ax.set_xlabel("shape")
+    if spec.field in ("pct_library", "pct_roofline"):
+        ax.axhline(100, color="#444444", linestyle="--", linewidth=1)
+    ax.legend(fontsize=8)
+    ax.set_title(f"{spec.topic}: {label} by shape", loc="left", fontsize=9)

@@ -1,0 +1,206 @@
+"""Charts from a synthetic results file: kinds, errors, determinism, cache keys."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from curriculum.charts import ChartSpec, chart_inputs_hash, render_chart
+from curriculum.results import (
+    Baseline,
+    CaseResult,
+    Ceiling,
+    Clocks,
+    Provenance,
+    ResultsFile,
+    Run,
+    Stat,
+)
+
+RUN = "20260101T000000Z-abcd"
+
+
+def stat(ms: float) -> Stat:
+    return Stat(
+        median_ms=ms,
+        p20_ms=ms * 0.99,
+        p80_ms=ms * 1.01,
+        min_ms=ms * 0.98,
+        max_ms=ms * 1.05,
+        samples=3,
+        raw_ms=[ms, ms * 0.99, ms * 1.01],
+    )
+
+
+def case(version: str, bench: str, n: int, ms: float, flops: float = 0.0, headline: bool = False):
+    nbytes = 8.0 * n
+    clocks = Clocks(sm_mhz=1980, mem_mhz=3201)
+    floor = nbytes / 4e12 * 1e3
+    return CaseResult(
+        id=f"memory/{version}",
+        topic="memory",
+        version=version,
+        benchmark=bench,
+        title=f"{version[:2]} title",
+        shape={"n": n},
+        shape_label=f"n={n}",
+        headline=headline,
+        source_hash="a" * 64,
+        suite_hash="b" * 64,
+        run=RUN,
+        stat=stat(ms),
+        flops=flops,
+        bytes=nbytes,
+        gbps=nbytes / (ms * 1e-3) / 1e9,
+        tflops=flops / (ms * 1e-3) / 1e12,
+        roofline_ms=floor,
+        pct_roofline=100 * floor / ms,
+        baseline=Baseline(name="lib", stat=stat(floor * 1.05), gbps=1.0),
+        pct_library=100 * floor * 1.05 / ms,
+        rel_err=0.0,
+        tolerance=0.0,
+        clocks_before=clocks,
+        clocks_after=clocks,
+        throttled=False,
+    )
+
+
+def results() -> ResultsFile:
+    prov = Provenance(
+        gpu_name="NVIDIA H200",
+        gpu_slug="nvidia-h200",
+        sm_count=132,
+        l2_bytes=60 << 20,
+        memory_bytes=141 << 30,
+        sm_clock_max_mhz=1980,
+        mem_clock_max_mhz=3201,
+        driver="580",
+        cuda_runtime="13.0",
+        cupy="14.2.0",
+        date="2026-01-01T00:00:00Z",
+        git_rev="abc",
+        git_dirty=False,
+    )
+    ceilings = {
+        "copy": Ceiling(name="copy", description="copy", stat=stat(1.0), gbps=4000.0),
+        "read": Ceiling(name="read", description="read", stat=stat(1.0), gbps=4400.0),
+        "sgemm_fp32": Ceiling(name="sgemm_fp32", description="s", stat=stat(1.0), tflops=50.0),
+    }
+    cases = []
+    for n in (1 << 20, 1 << 24, 1 << 28):
+        head = n == 1 << 28
+        cases.append(case("01_copy_scalar", "copy", n, 8e-9 * n / 2.5, headline=head))
+        cases.append(case("02_copy_vec4", "copy", n, 8e-9 * n / 4.0, headline=head))
+        cases.append(case("04_reduce_tree", "reduce", n, 4e-9 * n / 4.2, flops=n, headline=head))
+    return ResultsFile(
+        gpu_slug="nvidia-h200", runs={RUN: Run(provenance=prov, ceilings=ceilings)}, cases=cases
+    )
+
+
+@pytest.fixture
+def sources(tmp_path: Path) -> Path:
+    topic = tmp_path / "memory"
+    topic.mkdir()
+    for stem in ("01_copy_scalar", "02_copy_vec4", "03_copy_unmeasured", "04_reduce_tree"):
+        (topic / f"{stem}.cu").write_text(f"// {stem}\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "kind,bench,field",
+    [
+        ("ladder", None, "pct_library"),
+        ("ladder", "copy", "gbps"),
+        ("roofline", None, "pct_library"),
+        ("sweep", "copy", "tbps"),
+        ("sweep", None, "us"),
+    ],
+)
+def test_every_kind_renders_svg_with_text(sources: Path, kind: str, bench, field: str) -> None:
+    spec = ChartSpec(kind=kind, topic="memory", benchmark=bench, field=field, alt="a chart")
+    svg = render_chart(spec, results(), sources)
+    assert svg.startswith("<?xml") and "</svg>" in svg
+    assert "<text" in svg  # svg.fonttype none: labels stay text, searchable and scalable
+    assert "<dc:date>" not in svg and "Matplotlib v" not in svg
+
+
+def test_same_input_gives_identical_bytes(sources: Path) -> None:
+    spec = ChartSpec(kind="ladder", topic="memory", alt="ladder")
+    assert render_chart(spec, results(), sources) == render_chart(spec, results(), sources)
+
+
+def test_identical_across_processes(sources: Path) -> None:
+    code = (
+        "import sys; from pathlib import Path;"
+        "sys.path.insert(0, sys.argv[1]);"
+        "import test_charts as t; from curriculum.charts import ChartSpec, render_chart;"
+        "spec = ChartSpec(kind='roofline', topic='memory', alt='r');"
+        "sys.stdout.write(render_chart(spec, t.results(), Path(sys.argv[2])))"
+    )
+    outs = [
+        subprocess.run(
+            [sys.executable, "-c", code, str(Path(__file__).parent), str(sources)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for _ in range(2)
+    ]
+    assert outs[0] == outs[1] and outs[0].startswith("<?xml")
+
+
+def test_ladder_shows_unmeasured_versions(sources: Path) -> None:
+    spec = ChartSpec(kind="ladder", topic="memory", alt="ladder")
+    svg = render_chart(spec, results(), sources)
+    assert "03 copy_unmeasured" in svg and "not measured" in svg
+    only_copy = ChartSpec(kind="ladder", topic="memory", benchmark="copy", alt="ladder")
+    svg = render_chart(only_copy, results(), sources)
+    assert "unmeasured" not in svg and "04 reduce_tree" not in svg
+
+
+def test_roofline_needs_flops(sources: Path) -> None:
+    spec = ChartSpec(kind="roofline", topic="memory", benchmark="copy", alt="r")
+    with pytest.raises(ValueError, match="count FLOPs"):
+        render_chart(spec, results(), sources)
+
+
+def test_topic_without_cases_is_a_clear_error(sources: Path) -> None:
+    spec = ChartSpec(kind="ladder", topic="gemm", alt="g")
+    with pytest.raises(ValueError, match="no measured cases for topic 'gemm'"):
+        render_chart(spec, results(), sources)
+    spec = ChartSpec(kind="sweep", topic="memory", benchmark="transpose", alt="t")
+    with pytest.raises(ValueError, match="benchmark 'transpose'"):
+        render_chart(spec, results(), sources)
+
+
+def test_spec_is_strict() -> None:
+    with pytest.raises(ValidationError):
+        ChartSpec(kind="ladder", topic="memory", alt="")
+    with pytest.raises(ValidationError):
+        ChartSpec(kind="ladder", topic="memory")  # type: ignore[call-arg]
+    with pytest.raises(ValidationError):
+        ChartSpec(kind="pie", topic="memory", alt="x")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="unknown field"):
+        ChartSpec(kind="ladder", topic="memory", alt="x", field="speed")
+    with pytest.raises(ValidationError):
+        ChartSpec(kind="ladder", topic="memory", alt="x", colour="red")  # type: ignore[call-arg]
+    spec = ChartSpec(kind="ladder", topic="memory", alt="x")
+    with pytest.raises(ValidationError):
+        spec.topic = "gemm"  # type: ignore[misc]
+
+
+def test_inputs_hash_tracks_what_is_drawn(sources: Path) -> None:
+    spec = ChartSpec(kind="ladder", topic="memory", alt="x")
+    base = results()
+    h = chart_inputs_hash(spec, base)
+    assert h == chart_inputs_hash(spec, results())
+    assert h != chart_inputs_hash(spec.model_copy(update={"field": "gbps"}), base)
+    assert h != chart_inputs_hash(spec, base, sources)
+    changed = base.model_copy(
+        update={"cases": [c.model_copy(update={"gbps": 1.0}) for c in base.cases]}
+    )
+    assert h != chart_inputs_hash(spec, changed)
