@@ -26,8 +26,10 @@ on machines without a GPU.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from curriculum.bench.api import (
@@ -157,6 +159,16 @@ AUTOTUNE_CANDIDATES: tuple[TileConfig, ...] = tuple(
     if not c.problems() and c.fits_registers()
 )
 
+
+
+def _toolkit_include() -> tuple[str, ...]:
+    """`<mma.h>` includes `crt/mma.h`, which the CUDA headers that CuPy finds in
+    its pip packages do not ship; point NVRTC at the toolkit's own headers when
+    one is installed (checked by path, so importing the suite needs no GPU)."""
+    for base in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if base and (Path(base) / "include" / "crt" / "mma.h").is_file():
+            return (f"-I{Path(base) / 'include'}",)
+    return ()
 
 def autotune_variants() -> dict[str, tuple[str, ...]]:
     """Candidate label -> extra NVRTC options for 07_autotuned, for a sweep to compile."""
@@ -526,7 +538,7 @@ BF16 = Benchmark(
         name="cuBLAS gemmEx bf16 x bf16 -> fp32, CUBLAS_COMPUTE_32F",
         make=_bf16_baseline,
     ),
-    version_options={"12_wgmma_tma": ("-arch=sm_90a",)},
+    version_options={"10_wmma": _toolkit_include(), "12_wgmma_tma": ("-arch=sm_90a",)},
 )
 
 SUITE = Suite(
