@@ -171,6 +171,9 @@ def _provenance(case: CaseResult, run: Run | None) -> str:
     if run:
         rev = run.provenance.git_rev[:10] + (" dirty" if run.provenance.git_dirty else "")
         parts.append(f"measured {run.provenance.date[:10]} at {rev}")
+    if case.throttled:
+        reasons = sorted(set(case.clocks_before.throttle_reasons + case.clocks_after.throttle_reasons))
+        parts.append(f"clocks throttled ({', '.join(reasons)})")
     return "; ".join(parts)
 
 
