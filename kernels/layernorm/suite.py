@@ -13,7 +13,6 @@ Every sweep shape keeps rows * cols = 2**27 (512 MiB a tensor in fp32).
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -29,6 +28,15 @@ from curriculum.bench.api import (
     Shape,
     Suite,
     Version,
+)
+from curriculum.bench.kit import (
+    bf16_bits_to_float64,
+    compare_bf16,
+    kernel,
+    on_cupy_stream,
+    resident_grid,
+    to_bf16_bits,
+    torch_view,
 )
 
 EPS = 1e-5
@@ -120,98 +128,21 @@ def plan(version: Version, shape: Shape) -> tuple[str, int, int | None]:
     return version.name + suffix, block, grid
 
 
-def blocks_per_sm(
-    regs_per_thread: int,
-    threads: int,
-    regs_per_sm: int = 65536,
-    threads_per_sm: int = 2048,
-    max_blocks: int = 32,
-) -> int:
-    """Resident blocks of one kernel on one SM, limited by registers and threads
-    (registers are granted per warp in units of 256; shared memory here is tiny)."""
-    warps = math.ceil(threads / 32)
-    regs_per_warp = math.ceil(regs_per_thread * 32 / 256) * 256
-    by_regs = regs_per_sm // (regs_per_warp * warps)
-    return max(1, min(max_blocks, threads_per_sm // threads, by_regs))
 
 
-@functools.cache
-def _device_limits(device_id: int) -> tuple[int, int, int, int]:
-    import cupy
-
-    p = cupy.cuda.runtime.getDeviceProperties(device_id)
-    return (
-        int(p["multiProcessorCount"]),
-        int(p.get("regsPerMultiprocessor", 65536)),
-        int(p.get("maxThreadsPerMultiProcessor", 2048)),
-        int(p.get("maxBlocksPerMultiProcessor", 32)),
-    )
-
-
-_grids: dict[tuple[int, int, int], int] = {}
-
-
-def resident_grid(kernel: Any, threads: int, rows: int) -> int:
-    """Blocks of `kernel` that fit on the current GPU at once, at most one a row
-    (computed once per kernel, block and rows; `kernel` is kept alive in `_functions`)."""
-    key = (id(kernel), threads, rows)
-    if key not in _grids:
-        import cupy
-
-        sms, regs, max_threads, max_blocks = _device_limits(cupy.cuda.Device().id)
-        regs_per_thread = int(kernel.attributes["num_regs"])
-        per_sm = blocks_per_sm(regs_per_thread, threads, regs, max_threads, max_blocks)
-        _grids[key] = min(rows, sms * per_sm)
-    return _grids[key]
-
-
-_functions: dict[tuple[int, str], tuple[Any, Any]] = {}
-
-
-def _kernel(module: Any, entry: str) -> Any:
-    """The entry point, looked up once per module (the module is kept alive with it,
-    so its id is never reused)."""
-    key = (id(module), entry)
-    if key not in _functions:
-        _functions[key] = (module, module.get_function(entry))
-    return _functions[key][1]
 
 
 def _launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
     entry, block, grid = plan(version, shape)
-    kernel = _kernel(module, entry)
+    function = kernel(module, entry)
     if grid is None:
-        grid = resident_grid(kernel, block, shape["rows"])
+        grid = resident_grid(function, block, shape["rows"])
     args = (arrays["x"], arrays["gamma"], arrays["beta"], arrays["y"])
     scalars = (np.int32(shape["rows"]), np.int32(shape["cols"]), np.float32(EPS))
-    kernel((grid,), (block,), (*args, *scalars))
+    function((grid,), (block,), (*args, *scalars))
 
 
 # --- bf16 carried as uint16 -------------------------------------------------------------
-
-
-def to_bf16_bits(a: Any) -> Any:
-    """float32 device array -> uint16 bf16 bit patterns, rounded to nearest even."""
-    import cupy
-
-    u = a.view(cupy.uint32)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(cupy.uint16)
-
-
-def bf16_bits_to_float64(a: Any) -> Any:
-    """bf16 bit patterns as float64 values.
-
-    Takes the uint16 array itself, or the float64 copy of it that the harness's
-    upcast hands to `reference` (the patterns as whole numbers 0..65535).
-    """
-    import cupy
-
-    bits = a.astype(cupy.uint32)
-    return (bits << 16).view(cupy.float32).astype(cupy.float64)
-
-
-def _compare_bf16(outputs: Arrays) -> Arrays:
-    return {name: bf16_bits_to_float64(a) for name, a in outputs.items()}
 
 
 # --- inputs and reference ---------------------------------------------------------------
@@ -261,38 +192,6 @@ def _out(dtype: str) -> dict[str, OutputSpec]:
 
 
 # --- the library baseline ---------------------------------------------------------------
-
-
-def torch_view(a: Any) -> Any:
-    """A zero-copy torch tensor over a CuPy array; uint16 arrays become bfloat16."""
-    import cupy
-    import torch
-
-    if a.dtype == cupy.uint16:
-        return torch.as_tensor(a.view(cupy.int16), device="cuda").view(torch.bfloat16)
-    return torch.as_tensor(a, device="cuda")
-
-
-def on_cupy_stream(op: Callable[[], object]) -> Callable[[], None]:
-    """Run a torch operation on CuPy's current stream (the one the harness times),
-    as it is when the baseline is made."""
-    import cupy
-    import torch
-
-    ptr = cupy.cuda.get_current_stream().ptr
-    if torch.cuda.current_stream().cuda_stream == ptr:
-
-        def run() -> None:
-            op()
-
-        return run
-    stream = torch.cuda.ExternalStream(ptr)
-
-    def run_on_stream() -> None:
-        with torch.cuda.stream(stream):
-            op()
-
-    return run_on_stream
 
 
 def _torch_layer_norm(inputs: Arrays, shape: Shape) -> Callable[[], None]:
@@ -385,7 +284,7 @@ SUITE = Suite(
             headline=HEADLINE,
             roofline=Roofline(bandwidth="copy"),
             baseline=TORCH_LAYER_NORM,
-            compare=_compare_bf16,
+            compare=compare_bf16,
         ),
     ],
 )

@@ -28,6 +28,14 @@ from curriculum.bench.api import (
     Suite,
     Version,
 )
+from curriculum.bench.kit import (
+    bf16_bits_to_float64,
+    compare_bf16,
+    kernel,
+    on_cupy_stream,
+    to_bf16_bits,
+    torch_view,
+)
 
 ELEMENTS = 1 << 27
 SWEEP_COLS = (1024, 2048, 4096, 8192, 16384, 32768)
@@ -96,49 +104,15 @@ def plan(version: Version, shape: Shape) -> tuple[str, int]:
     return version.name + suffix, block
 
 
-_functions: dict[tuple[int, str], tuple[Any, Any]] = {}
-
-
-def _kernel(module: Any, entry: str) -> Any:
-    """The entry point, looked up once per module (the module is kept alive with it,
-    so its id is never reused)."""
-    key = (id(module), entry)
-    if key not in _functions:
-        _functions[key] = (module, module.get_function(entry))
-    return _functions[key][1]
 
 
 def _launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
     entry, block = plan(version, shape)
-    kernel = _kernel(module, entry)
-    kernel((shape["rows"],), (block,), (arrays["x"], arrays["y"], np.int32(shape["cols"])))
+    function = kernel(module, entry)
+    function((shape["rows"],), (block,), (arrays["x"], arrays["y"], np.int32(shape["cols"])))
 
 
 # --- bf16 carried as uint16 -------------------------------------------------------------
-
-
-def to_bf16_bits(a: Any) -> Any:
-    """float32 device array -> uint16 bf16 bit patterns, rounded to nearest even."""
-    import cupy
-
-    u = a.view(cupy.uint32)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(cupy.uint16)
-
-
-def bf16_bits_to_float64(a: Any) -> Any:
-    """bf16 bit patterns as float64 values.
-
-    Takes the uint16 array itself, or the float64 copy of it that the harness's
-    upcast hands to `reference` (the patterns as whole numbers 0..65535).
-    """
-    import cupy
-
-    bits = a.astype(cupy.uint32)
-    return (bits << 16).view(cupy.float32).astype(cupy.float64)
-
-
-def _compare_bf16(outputs: Arrays) -> Arrays:
-    return {name: bf16_bits_to_float64(a) for name, a in outputs.items()}
 
 
 # --- inputs and reference ---------------------------------------------------------------
@@ -183,38 +157,6 @@ def _out(dtype: str) -> dict[str, OutputSpec]:
 
 
 # --- the library baseline ---------------------------------------------------------------
-
-
-def torch_view(a: Any) -> Any:
-    """A zero-copy torch tensor over a CuPy array; uint16 arrays become bfloat16."""
-    import cupy
-    import torch
-
-    if a.dtype == cupy.uint16:
-        return torch.as_tensor(a.view(cupy.int16), device="cuda").view(torch.bfloat16)
-    return torch.as_tensor(a, device="cuda")
-
-
-def on_cupy_stream(op: Callable[[], object]) -> Callable[[], None]:
-    """Run a torch operation on CuPy's current stream (the one the harness times),
-    as it is when the baseline is made."""
-    import cupy
-    import torch
-
-    ptr = cupy.cuda.get_current_stream().ptr
-    if torch.cuda.current_stream().cuda_stream == ptr:
-
-        def run() -> None:
-            op()
-
-        return run
-    stream = torch.cuda.ExternalStream(ptr)
-
-    def run_on_stream() -> None:
-        with torch.cuda.stream(stream):
-            op()
-
-    return run_on_stream
 
 
 def _torch_softmax(inputs: Arrays, shape: Shape) -> Callable[[], None]:
@@ -299,7 +241,7 @@ SUITE = Suite(
             headline=HEADLINE,
             roofline=Roofline(bandwidth="copy"),
             baseline=TORCH_SOFTMAX,
-            compare=_compare_bf16,
+            compare=compare_bf16,
         ),
         Benchmark(
             name="softmax_lse_merge",

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from curriculum.bench.api import Version
+from curriculum.bench.kit import blocks_per_sm
 from curriculum.bench.suites import LoadedSuite, load_suite, plan_cases
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
@@ -130,12 +131,12 @@ def test_launch_refuses_a_shape_that_does_not_fit(suites: dict) -> None:
 
 def test_resident_blocks_follow_registers_and_threads(suites: dict) -> None:
     _, module = suites["layernorm"]
-    assert module.blocks_per_sm(32, 256) == 8  # the thread limit: 2048 a SM
-    assert module.blocks_per_sm(44, 256) == 5  # 05: 48 registers granted a thread
-    assert module.blocks_per_sm(51, 256) == 4  # 06: 56
-    assert module.blocks_per_sm(121, 128) == 4  # 07 at 4096 columns
-    assert module.blocks_per_sm(64, 1024) == 1
-    assert module.blocks_per_sm(24, 32) == 32  # the block limit
+    assert blocks_per_sm(32, 256) == 8  # the thread limit: 2048 a SM
+    assert blocks_per_sm(44, 256) == 5  # 05: 48 registers granted a thread
+    assert blocks_per_sm(51, 256) == 4  # 06: 56
+    assert blocks_per_sm(121, 128) == 4  # 07 at 4096 columns
+    assert blocks_per_sm(64, 1024) == 1
+    assert blocks_per_sm(24, 32) == 32  # the block limit
 
 
 @pytest.mark.parametrize(("topic", "stem"), STEMS)
