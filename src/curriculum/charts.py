@@ -19,6 +19,7 @@ fetched: the only font used is the one Matplotlib ships.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 import io
 import json
 from collections.abc import Callable
@@ -313,9 +314,18 @@ def _clusters(points: list[CaseResult]) -> list[list[CaseResult]]:
     return groups
 
 
+def _sweep_order(c: CaseResult) -> tuple[int, tuple[int, ...]]:
+    """Smaller problems first; at equal size (rows x cols fixed), by the last
+    dimension first, so a width sweep reads left to right."""
+    return (_size(c), tuple(reversed(list(c.shape.values()))))
+
+
 def _sweep(ax: Any, spec: ChartSpec, cases: list[CaseResult]) -> None:
     get, label, _ = FIELDS[spec.field]
-    shapes = sorted({(_size(c), c.shape_label) for c in cases})
+    # Shapes with extra parameters (e.g. an input distribution) are not sizes.
+    common = Counter(tuple(c.shape) for c in cases).most_common(1)[0][0]
+    cases = [c for c in cases if tuple(c.shape) == common]
+    shapes = sorted({(_sweep_order(c), c.shape_label) for c in cases})
     position = {lab: i for i, (_, lab) in enumerate(shapes)}
     versions = sorted({c.version for c in cases})
     colors = _colors(versions)
