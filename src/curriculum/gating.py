@@ -13,6 +13,8 @@ import dataclasses
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from pydantic import BaseModel
+
 from curriculum.catalog import Body, Catalog
 from curriculum.models import Edition
 
@@ -73,9 +75,19 @@ def for_edition(catalog: Catalog, edition: Edition) -> EditionView:
 
 
 def public_texts(view: EditionView) -> list[str]:
-    """Every Markdown text the edition may show in full (for the leak check)."""
+    """Every text the edition may show in full (for the leak check): the bodies
+    at or below its tier, previews, and all metadata, which every edition shows."""
     cat = view.catalog
-    texts: list[str] = []
+    texts: list[str] = [_metadata_text(cat.site)]
+    for entry in (*cat.courses.values(), *cat.paths.values()):
+        texts.append(_metadata_text(entry.meta))
+    for course in cat.courses.values():
+        if course.syllabus is not None:
+            texts.append(_metadata_text(course.syllabus))
+    if cat.ladder is not None:
+        texts.append(_metadata_text(cat.ladder))
+    for item in (*cat.capsules.values(), *cat.questions.values(), *cat.experiments.values()):
+        texts.extend([item.meta.title, item.meta.summary])
     for cap in cat.capsules.values():
         if not cap.draft:
             texts.append(cap.preview.text)
@@ -111,3 +123,21 @@ def withheld_texts(full: Catalog, view: EditionView) -> list[str]:
             if rest is not None:
                 texts.append(rest.text)
     return texts
+
+
+def _metadata_text(model: BaseModel) -> str:
+    """Every string inside a model, one per line."""
+    out: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, BaseModel):
+            for name in type(value).model_fields:
+                walk(getattr(value, name))
+        elif isinstance(value, list | tuple):
+            for item in value:
+                walk(item)
+
+    walk(model)
+    return "\n".join(out)
