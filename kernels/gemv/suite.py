@@ -1,0 +1,435 @@
+"""Decode GEMV: y = x W^T for a batch of 1..16 tokens, W an N x K weight.
+
+One benchmark per weight format, since each reads different bytes:
+
+- `gemv_bf16`: W in bf16 (`01_bf16`);
+- `gemv_w4a16`: W as 4-bit integers, 8 to a 32-bit word, one bf16 scale per row and per
+  group of 128 along K (`02_w4a16`);
+- `gemv_fp8`: W in FP8 E4M3, one fp32 scale a row (`03_fp8_e4m3`).
+
+x and y are bf16 throughout (carried as uint16). Each work model counts the bytes of its own
+format (weights, scales, x once, y once); the floor is the same-run `read` ceiling, because
+a GEMV writes almost nothing (y is 57 KB at the headline against 0.12-0.47 GB of weights), so
+the copy ceiling, which splits the bus between reads and writes, would put the floor above
+what the card can read. The baseline of all three is torch's bf16 F.linear on the same
+(dequantised) weights: the same math with 2x (fp8) or 4x (int4) the bytes.
+
+The headline is one token through a 70B-class MLP up-projection, K = 8192, N = 28672.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from curriculum.bench.api import (
+    Arrays,
+    Benchmark,
+    LibraryBaseline,
+    OutputSpec,
+    Roofline,
+    Shape,
+    Suite,
+    Version,
+)
+
+HEADLINE: dict[str, int] = {"batch": 1, "k": 8192, "n": 28672}
+SHAPES: tuple[dict[str, int], ...] = (
+    HEADLINE,
+    {"batch": 4, "k": 8192, "n": 28672},
+    {"batch": 16, "k": 8192, "n": 28672},
+    {"batch": 1, "k": 4096, "n": 14336},  # an 8B-class up-projection
+)
+BATCHES = (1, 4, 16)  # the batch sizes each .cu instantiates (entry `<name>_b<batch>`)
+ROWS_PER_BLOCK = 32  # 2 warps of 16 rows
+THREADS = 64
+GROUP = 128  # int4 values sharing one scale along K
+E4M3_MAX = 448.0
+
+
+class Format(NamedTuple):
+    weights: tuple[str, ...]  # input names after x, in kernel argument order
+    k_multiple: int  # K per stage of a row (4 lanes x 2 pieces x values per 16 bytes)
+
+
+FORMATS: dict[str, Format] = {
+    "01_bf16": Format(("w",), 64),
+    "02_w4a16": Format(("wq", "scales"), 256),
+    "03_fp8_e4m3": Format(("w8", "scale"), 128),
+}
+
+
+def plan(version: Version, shape: Shape) -> tuple[str, int, int]:
+    """(entry point, blocks, threads a block) of `version` at `shape`, or ValueError."""
+    if version.stem not in FORMATS:
+        raise KeyError(f"gemv: no format for {version.stem}; add one to FORMATS")
+    fmt = FORMATS[version.stem]
+    batch, k, n = shape["batch"], shape["k"], shape["n"]
+    problems = []
+    if batch not in BATCHES:
+        problems.append(f"batch={batch} is not one of the instantiated {BATCHES}")
+    if k % fmt.k_multiple:
+        problems.append(f"k={k} is not a multiple of {fmt.k_multiple}")
+    if n % ROWS_PER_BLOCK:
+        problems.append(f"n={n} is not a multiple of {ROWS_PER_BLOCK}")
+    if problems:
+        raise ValueError(f"{version.id}: " + "; ".join(problems))
+    return f"{version.name}_b{batch}", n // ROWS_PER_BLOCK, THREADS
+
+
+_functions: dict[tuple[int, str], tuple[Any, Any]] = {}
+
+
+def _kernel(module: Any, entry: str) -> Any:
+    """The entry point, looked up once per module (kept alive with it, so ids are not reused)."""
+    key = (id(module), entry)
+    if key not in _functions:
+        _functions[key] = (module, module.get_function(entry))
+    return _functions[key][1]
+
+
+def _launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
+    entry, blocks, threads = plan(version, shape)
+    weights = [arrays[name] for name in FORMATS[version.stem].weights]
+    args = (arrays["x"], *weights, arrays["y"], np.int32(shape["k"]), np.int32(shape["n"]))
+    _kernel(module, entry)((blocks,), (threads,), args)
+
+
+# --- number formats, written against the array API so NumPy (tests) and CuPy share them --------
+
+
+def to_bf16_bits(a: Any, xp: Any) -> Any:
+    """float32 array -> uint16 bf16 bit patterns, rounded to nearest even."""
+    u = a.astype(xp.float32).view(xp.uint32)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(xp.uint16)
+
+
+def bf16_bits_to_float64(a: Any, xp: Any) -> Any:
+    """bf16 patterns (uint16, or their float64 upcast as whole numbers) as float64 values."""
+    bits = a.astype(xp.uint32) << np.uint32(16)
+    return bits.view(xp.float32).astype(xp.float64)
+
+
+def pack_int4(codes: Any, xp: Any) -> Any:
+    """(..., K) codes 0..15 -> (..., K/8) uint32 words, in the order 02 unpacks.
+
+    Values 8i..8i+7 go to word i: value 8i + 2j to nibble j (bits 4j..4j+3) and value
+    8i + 2j + 1 to nibble j + 4 (bits 16+4j..), so that (word >> 4j) & 0x000F000F holds values
+    2j and 2j + 1 in its two 16-bit halves.
+    """
+    c = codes.astype(xp.uint32).reshape(*codes.shape[:-1], -1, 8)
+    word = xp.zeros(c.shape[:-1], dtype=xp.uint32)
+    for j in range(4):
+        word |= c[..., 2 * j] << (4 * j)
+        word |= c[..., 2 * j + 1] << (16 + 4 * j)
+    return word
+
+
+def unpack_int4(words: Any, xp: Any) -> Any:
+    """The inverse of `pack_int4`: (..., K/8) words -> (..., K) uint32 codes 0..15."""
+    w = words.astype(xp.uint32)
+    out = xp.empty((*w.shape, 8), dtype=xp.uint32)
+    for j in range(4):
+        out[..., 2 * j] = (w >> (4 * j)) & 0xF
+        out[..., 2 * j + 1] = (w >> (16 + 4 * j)) & 0xF
+    return out.reshape(*w.shape[:-1], -1)
+
+
+def e4m3_values() -> np.ndarray:
+    """float64 value of every E4M3 byte (sign, 4 exponent bits of bias 7, 3 mantissa bits).
+
+    Exponent field 0 is subnormal (m/8 * 2^-6); 0x7F and 0xFF are NaN; there is no infinity,
+    so the largest value is 1.75 * 2^8 = 448.
+    """
+    codes = np.arange(256)
+    exponent = (codes >> 3) & 0xF
+    mantissa = (codes & 7).astype(np.float64)
+    magnitude = np.where(
+        exponent == 0,
+        mantissa / 8.0 * 2.0**-6,
+        (1.0 + mantissa / 8.0) * np.exp2(exponent.astype(np.float64) - 7.0),
+    )
+    values = np.where(codes & 0x80, -magnitude, magnitude)
+    values[[0x7F, 0xFF]] = np.nan
+    return values
+
+
+def encode_e4m3(v: Any, xp: Any) -> Any:
+    """Finite values with |v| <= 448 -> the E4M3 byte of the nearest value (uint8)."""
+    positive = xp.asarray(e4m3_values()[:0x7F].astype(np.float32))  # codes 0..126, ascending
+    midpoints = (positive[1:] + positive[:-1]) * np.float32(0.5)
+    code = xp.searchsorted(midpoints, xp.abs(v).astype(xp.float32)).astype(xp.uint8)
+    sign = (v < 0).astype(xp.uint8) << np.uint8(7)
+    return (code | sign).astype(xp.uint8)
+
+
+# --- inputs and the float64 references ------------------------------------------------------
+
+
+def _x(shape: Shape, rng: Any) -> Any:
+    import cupy
+
+    return to_bf16_bits(rng.standard_normal((shape["batch"], shape["k"]), dtype=np.float32), cupy)
+
+
+def _inputs_bf16(shape: Shape, rng: Any) -> Arrays:
+    import cupy
+
+    w = rng.standard_normal((shape["n"], shape["k"]), dtype=np.float32)
+    return {"x": _x(shape, rng), "w": to_bf16_bits(w, cupy)}
+
+
+def _inputs_w4a16(shape: Shape, rng: Any) -> Arrays:
+    import cupy
+
+    n, k = shape["n"], shape["k"]
+    codes = (rng.random((n, k), dtype=np.float32) * 16).astype(cupy.uint32)  # uniform 0..15
+    scales = np.float32(0.01) + np.float32(0.02) * rng.random((n, k // GROUP), dtype=np.float32)
+    return {"x": _x(shape, rng), "wq": pack_int4(codes, cupy), "scales": to_bf16_bits(scales, cupy)}
+
+
+def _inputs_fp8(shape: Shape, rng: Any) -> Arrays:
+    """Gaussian weights quantised a row at a time: scale = max |w| / 448, codes nearest."""
+    import cupy
+
+    w = rng.standard_normal((shape["n"], shape["k"]), dtype=np.float32)
+    scale = (cupy.abs(w).max(axis=1) / np.float32(E4M3_MAX)).astype(cupy.float32)
+    w /= scale[:, None]
+    return {"x": _x(shape, rng), "w8": encode_e4m3(w, cupy), "scale": scale}
+
+
+def _weights_bf16(inputs: Arrays) -> Any:
+    import cupy
+
+    return bf16_bits_to_float64(inputs["w"], cupy)
+
+
+def _weights_w4a16(inputs: Arrays) -> Any:
+    """(q - 8) * s as float64, from the packed words and the bf16 scales."""
+    import cupy
+
+    codes = unpack_int4(inputs["wq"], cupy).astype(cupy.float64) - 8.0
+    n, k = codes.shape
+    scales = bf16_bits_to_float64(inputs["scales"], cupy)
+    return (codes.reshape(n, k // GROUP, GROUP) * scales[:, :, None]).reshape(n, k)
+
+
+def _weights_fp8(inputs: Arrays) -> Any:
+    import cupy
+
+    table = cupy.asarray(e4m3_values())
+    return table[inputs["w8"].astype(cupy.int64)] * inputs["scale"].astype(cupy.float64)[:, None]
+
+
+WeightDecoder = Callable[[Arrays], Any]
+
+
+def _reference(decode: WeightDecoder) -> Callable[[Arrays, Shape], Arrays]:
+    """y = x W^T in float64 from the upcast inputs (each format's values, decoded exactly)."""
+
+    def reference(inputs64: Arrays, shape: Shape) -> Arrays:
+        import cupy
+
+        x = bf16_bits_to_float64(inputs64["x"], cupy)
+        return {"y": x @ decode(inputs64).T}
+
+    return reference
+
+
+def _compare_bf16(outputs: Arrays) -> Arrays:
+    import cupy
+
+    return {name: bf16_bits_to_float64(a, cupy) for name, a in outputs.items()}
+
+
+# --- the library baseline: torch's bf16 F.linear on the same weights -------------------------
+
+
+def torch_view(a: Any) -> Any:
+    """A zero-copy torch tensor over a CuPy array; uint16 arrays are read as bfloat16."""
+    import cupy
+    import torch
+
+    if a.dtype == cupy.uint16:
+        return torch.as_tensor(a.view(cupy.int16), device="cuda").view(torch.bfloat16)
+    return torch.as_tensor(a, device="cuda")
+
+
+def on_cupy_stream(op: Callable[[], object]) -> Callable[[], None]:
+    """`op` enqueued on the CuPy stream that is current when this is called (the timed one)."""
+    import cupy
+    import torch
+
+    ptr = cupy.cuda.get_current_stream().ptr
+
+    def run_here() -> None:
+        op()
+
+    if torch.cuda.current_stream().cuda_stream == ptr:  # both on the default stream already
+        return run_here
+    stream = torch.cuda.ExternalStream(ptr)
+
+    def run_on_stream() -> None:
+        with torch.cuda.stream(stream):
+            op()
+
+    return run_on_stream
+
+
+def _linear_baseline(decode: WeightDecoder | None) -> Callable[[Arrays, Shape], Callable[[], None]]:
+    """F.linear(x, W) in bf16; W is the bf16 input itself, or the quantised weights decoded
+    and rounded to bf16 once, before timing (a model served in bf16 holds them so)."""
+
+    def make(arrays: Arrays, shape: Shape) -> Callable[[], None]:
+        import cupy
+        import torch.nn.functional as F
+
+        w_bits = arrays["w"] if decode is None else to_bf16_bits(decode(arrays), cupy)
+        x, w = torch_view(arrays["x"]), torch_view(w_bits)
+        return on_cupy_stream(lambda: F.linear(x, w))
+
+    return make
+
+
+# --- the work model -----------------------------------------------------------------------
+
+
+def flops(shape: Shape) -> float:
+    return float(2 * shape["batch"] * shape["n"] * shape["k"])
+
+
+def _activation_bytes(shape: Shape) -> int:
+    return 2 * shape["batch"] * (shape["k"] + shape["n"])  # x read once, y written once, bf16
+
+
+def bytes_bf16(shape: Shape) -> float:
+    return float(2 * shape["n"] * shape["k"] + _activation_bytes(shape))
+
+
+def bytes_w4a16(shape: Shape) -> float:
+    n, k = shape["n"], shape["k"]
+    return float(n * k // 2 + 2 * n * (k // GROUP) + _activation_bytes(shape))
+
+
+def bytes_fp8(shape: Shape) -> float:
+    n, k = shape["n"], shape["k"]
+    return float(n * k + 4 * n + _activation_bytes(shape))
+
+
+WORK = (
+    "FLOPs: 2 * batch * N * K (dequantisation not counted); bytes: the weights in the "
+    "benchmark's own format read once ({weights}), x read once and y written once in bf16; "
+    "about 2 * batch / {per_weight} FLOP a byte, so the bound is bandwidth at every batch here"
+)
+
+TOLERANCE = 1e-2
+TOLERANCE_REASON = (
+    "the reference is computed in float64 from the exact values the kernel reads (bf16 x, the "
+    "format's decoded weights), and the kernel accumulates in fp32, so the error is y's rounding "
+    "to bf16, about 1.6e-3 relative; 1e-2 leaves 6x headroom and fails a misplaced piece or a "
+    "wrong scale, which move the result by O(1)"
+)
+
+
+def _benchmark(
+    name: str,
+    match: str,
+    inputs: Callable[[Shape, Any], Arrays],
+    decode: WeightDecoder,
+    nbytes: Callable[[Shape], float],
+    weights: str,
+    per_weight: str,
+    baseline_name: str,
+    baseline_decode: WeightDecoder | None,
+    compile_options: Sequence[str] = (),
+) -> Benchmark:
+    return Benchmark(
+        name=name,
+        match=match,
+        inputs=inputs,
+        outputs={"y": OutputSpec(shape=lambda s: (s["batch"], s["n"]), dtype="uint16")},
+        reference=_reference(decode),
+        launch=_launch,
+        flops=flops,
+        bytes=nbytes,
+        work_convention=WORK.format(weights=weights, per_weight=per_weight),
+        tolerance=TOLERANCE,
+        tolerance_reason=TOLERANCE_REASON,
+        shapes=SHAPES,
+        headline=HEADLINE,
+        roofline=Roofline(bandwidth="read"),
+        baseline=LibraryBaseline(name=baseline_name, make=_linear_baseline(baseline_decode)),
+        compile_options=("--std=c++17", "-arch=sm_90", *compile_options),
+        compare=_compare_bf16,
+    )
+
+
+def toolkit_include() -> tuple[str, ...]:
+    """`-I` for a folder holding cuda_fp8.h, which 03 includes and NVRTC does not carry:
+    the CUDA toolkit's, else the one pip's NVIDIA runtime wheels install (found by path, so
+    importing the suite needs no GPU); none found gives no option and 03 fails to compile."""
+    bases = [os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"]
+    candidates = [Path(b) / "include" for b in bases if b]
+    spec = importlib.util.find_spec("nvidia")
+    roots = list(spec.submodule_search_locations or []) if spec is not None else []
+    for root in roots:
+        candidates += sorted(Path(root).glob("*/include"))
+    for folder in candidates:
+        if (folder / "cuda_fp8.h").is_file():
+            return (f"-I{folder}",)
+    return ()
+
+
+SUITE = Suite(
+    topic="gemv",
+    description=(
+        "Decode GEMV y = x W^T, batch 1 to 16, the weights streamed once through the tensor "
+        "cores: bf16 weights, then W4A16 (int4 with a bf16 scale per 128 values, dequantised "
+        "in registers), then FP8 E4M3 with a scale a row."
+    ),
+    benchmarks=[
+        _benchmark(
+            name="gemv_bf16",
+            match="*_bf16",
+            inputs=_inputs_bf16,
+            decode=_weights_bf16,
+            nbytes=bytes_bf16,
+            weights="2NK",
+            per_weight="2",
+            baseline_name="torch F.linear, bf16 (cuBLAS, same run)",
+            baseline_decode=None,
+        ),
+        _benchmark(
+            name="gemv_w4a16",
+            match="*_w4a16",
+            inputs=_inputs_w4a16,
+            decode=_weights_w4a16,
+            nbytes=bytes_w4a16,
+            weights="NK/2 packed + 2NK/128 of bf16 scales",
+            per_weight="0.52",
+            baseline_name=(
+                "torch F.linear on the dequantised weights in bf16 (same math, 4x the bytes)"
+            ),
+            baseline_decode=_weights_w4a16,
+        ),
+        _benchmark(
+            name="gemv_fp8",
+            match="*_fp8_e4m3",
+            inputs=_inputs_fp8,
+            decode=_weights_fp8,
+            nbytes=bytes_fp8,
+            weights="NK + 4N of fp32 row scales",
+            per_weight="1",
+            baseline_name=(
+                "torch F.linear on the dequantised weights in bf16 (same math, 2x the bytes)"
+            ),
+            baseline_decode=_weights_fp8,
+            compile_options=toolkit_include(),
+        ),
+    ],
+)
