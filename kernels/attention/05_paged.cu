@@ -1,0 +1,283 @@
+// 05 paged: 04's split-KV reading K and V through a block table of shuffled 16-token pages
+//
+// Idea against 04: a serving engine does not keep one contiguous K and V array per sequence; it
+// hands out fixed-size pages from a pool as sequences grow, and a block table maps a sequence's
+// logical page i to a physical page. Here the pool is [num_pages, Hkv, 16, D] (each page holds 16
+// tokens of every KV head, one head's 16 rows contiguous: 4 KB), the table is [B, T / 16] int32,
+// and the pages are handed out in a random order. The kernel is 04's with one change: a warp's 8
+// tokens of an iteration lie in one page (8 divides 16), so the row address is
+// pool + ((page * Hkv + hk) * 16 + t % 16) * D with page = table[b][t / 16]. So that this lookup
+// is not a dependent global load in front of every K load, each CTA first copies its split's
+// table entries (at most 4096 / 16 = 256 ints) into shared memory. The merge launch is 04's.
+//
+// Expected bound (estimate), headline B = 1, 32 query / 8 KV heads, D = 128, T = 32768 on an
+// H200: the same 134 MB (the 8 KB table is left out of the work model: 0.006%), 31.5 us at the
+// ~4.26 TB/s copy ceiling measured on this card. A page run is 4 KB of one head, as contiguous as
+// 04's rows at the granularity DRAM and the L2 care about (32-byte sectors, 128-byte lines), so
+// the shuffled order should cost only the table copy and one shared load a warp iteration:
+// expect within 5% of 04 (~37 us, 80-90% of the floor). At T = 1024, as 04 (~6 us).
+//
+// Size constraints: as 04 (D = 128, G = 4, T and tokens_per_split multiples of 64), plus T a
+// multiple of the 16-token page (implied), tokens_per_split <= 4096 (the shared table copy), and a
+// block table whose entries are valid page indices of the pool; values finite.
+
+constexpr int D = 128;
+constexpr int G = 4;                                   // query heads per KV head
+constexpr int WARPS = 8;
+constexpr int THREADS = WARPS * 32;
+constexpr int LANES_PER_TOKEN = D / 8;                 // one 16-byte chunk a lane
+constexpr int TOKENS_PER_LOAD = 32 / LANES_PER_TOKEN;  // rows one warp-wide load covers
+constexpr int UNROLL = 4;                              // K (and V) loads in flight a lane
+constexpr int WARP_TOKENS = TOKENS_PER_LOAD * UNROLL;  // tokens a warp takes per iteration
+constexpr int CTA_TOKENS = WARPS * WARP_TOKENS;        // T and tokens_per_split multiples of this
+constexpr int STATES = WARPS * TOKENS_PER_LOAD;        // independent softmax states per CTA
+
+static_assert(D == 128 && LANES_PER_TOKEN == 16,
+              "a half-warp holds one 256-byte row; the xor shuffles 8, 4, 2, 1 stay inside it");
+static_assert(G * D % THREADS == 0, "the CTA merge gives every thread the same number of outputs");
+static_assert(CTA_TOKENS == 64, "the launcher checks T % 64 == 0 and tokens_per_split % 64 == 0");
+static_assert(STATES * G * D * 4 <= 40 * 1024, "the merge scratch stays under the 48 KB static limit");
+constexpr int MAX_SPLITS = 256;                        // the launcher keeps splits <= this
+constexpr int MERGE_WARPS = D / 32;
+static_assert(MAX_SPLITS % D == 0, "each merge thread holds MAX_SPLITS / D (m, l) pairs");
+
+constexpr int PAGE = 16;                               // tokens per page
+constexpr int MAX_SPLIT_TOKENS = 4096;                 // the launcher keeps tokens_per_split <= this
+constexpr int MAX_SPLIT_PAGES = MAX_SPLIT_TOKENS / PAGE;
+
+static_assert(PAGE % WARP_TOKENS == 0, "a warp's 8 tokens of one iteration never straddle two pages");
+static_assert(CTA_TOKENS % PAGE == 0, "a split starts on a page boundary");
+
+__device__ __forceinline__ float fast_exp2(float x) {  // exp2(-inf) = 0
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ unsigned short to_bf16(float x) {
+    unsigned short r;
+    asm("cvt.rn.bf16.f32 %0, %1;\n" : "=h"(r) : "f"(x));
+    return r;
+}
+
+// 8 bf16 values (one 16-byte chunk, first value in the low half of .x) widened to fp32.
+__device__ __forceinline__ void widen(const uint4& w, float (&f)[8]) {
+    const unsigned words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        f[2 * i] = __uint_as_float(words[i] << 16);
+        f[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
+    }
+}
+
+// Grid (splits, Hkv, B). Partial state p = (b * Hq + query head) * splits + split.
+// k_pool, v_pool: [num_pages, Hkv, PAGE, D]; table: [B, T / PAGE] physical page indices.
+extern "C" __global__ void __launch_bounds__(THREADS, 2)
+paged(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k_pool,
+      const unsigned short* __restrict__ v_pool, const int* __restrict__ table,
+      float* __restrict__ part_m, float* __restrict__ part_l, float* __restrict__ part_acc, int T,
+      int tokens_per_split, float scale_log2) {
+    __shared__ float red_m[STATES][G];
+    __shared__ float red_l[STATES][G];
+    __shared__ __align__(16) float red_acc[STATES][G][D];
+    __shared__ int pages[MAX_SPLIT_PAGES];
+
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int half = lane / LANES_PER_TOKEN, c = lane % LANES_PER_TOKEN;
+    const int split = blockIdx.x, splits = gridDim.x;
+    const int hk = blockIdx.y, kv_heads = gridDim.y, b = blockIdx.z;
+    const int q_row = b * kv_heads * G + hk * G;  // first of the G query heads of this KV head
+    const int t_begin = split * tokens_per_split;
+    const int t_end = min(T, t_begin + tokens_per_split);
+    const int first_page = t_begin / PAGE;
+    const int* seq_table = table + static_cast<size_t>(b) * (T / PAGE);
+    for (int i = threadIdx.x; i < (t_end - t_begin) / PAGE; i += THREADS) {
+        pages[i] = seq_table[first_page + i];
+    }
+    __syncthreads();
+
+    float qf[G][8];
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+        widen(*reinterpret_cast<const uint4*>(q + (q_row + h) * D + c * 8), qf[h]);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) qf[h][j] *= scale_log2;
+    }
+
+    // Softmax state: a lane tracks m and l of one head, own_head = c % 4 (the same in every lane
+    // of its half that shares c % 4); the accumulators cover all G heads for the lane's chunk.
+    float m = __int_as_float(0xff800000u), l = 0.0f, acc[G][8];
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) acc[h][j] = 0.0f;
+    }
+    const int half_base = half * LANES_PER_TOKEN;  // lane 0 of this half-warp
+
+    for (int t = t_begin + warp * WARP_TOKENS; t < t_end; t += CTA_TOKENS) {
+        // The warp's 8 tokens sit in one page: one shared load gives the rows' base.
+        const int page = pages[t / PAGE - first_page];
+        const size_t base = ((static_cast<size_t>(page) * kv_heads + hk) * PAGE + t % PAGE) * D + c * 8;
+        uint4 kr[UNROLL], vr[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const size_t row = base + (u * TOKENS_PER_LOAD + half) * D;
+            kr[u] = __ldg(reinterpret_cast<const uint4*>(k_pool + row));
+            vr[u] = __ldg(reinterpret_cast<const uint4*>(v_pool + row));
+        }
+        float s[UNROLL * G];  // partial dot products over this lane's 8 dims, index u * G + h
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            float kf[8];
+            widen(kr[u], kf);
+#pragma unroll
+            for (int h = 0; h < G; ++h) {
+                float dot = 0.0f;
+#pragma unroll
+                for (int j = 0; j < 8; ++j) dot = fmaf(qf[h][j], kf[j], dot);
+                s[u * G + h] = dot;
+            }
+        }
+        // Transposing reduction over the half-warp: at each xor step a lane keeps half of its
+        // values and sends the other half, so 16 sums take 8 + 4 + 2 + 1 = 15 shuffles, not 64.
+        // Lane c ends with the whole score of token u = c / 4 for head c % 4.
+        float r8[8], r4[4], r2[2];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const bool hi = c & 8;
+            r8[i] = (hi ? s[i + 8] : s[i]) + __shfl_xor_sync(0xffffffffu, hi ? s[i] : s[i + 8], 8);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const bool hi = c & 4;
+            r4[i] = (hi ? r8[i + 4] : r8[i]) + __shfl_xor_sync(0xffffffffu, hi ? r8[i] : r8[i + 4], 4);
+        }
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const bool hi = c & 2;
+            r2[i] = (hi ? r4[i + 2] : r4[i]) + __shfl_xor_sync(0xffffffffu, hi ? r4[i] : r4[i + 2], 2);
+        }
+        const bool odd = c & 1;
+        const float score = (odd ? r2[1] : r2[0]) + __shfl_xor_sync(0xffffffffu, odd ? r2[0] : r2[1], 1);
+
+        // Online softmax of head c % 4 over its 4 new tokens (lanes c, c ^ 4, c ^ 8, c ^ 12).
+        float mx = fmaxf(score, __shfl_xor_sync(0xffffffffu, score, 4));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+        const float m_new = fmaxf(m, mx);
+        const float alpha = fast_exp2(m - m_new);  // 0 on the first iteration (m = -inf)
+        const float p = fast_exp2(score - m_new);
+        float psum = p + __shfl_xor_sync(0xffffffffu, p, 4);
+        psum += __shfl_xor_sync(0xffffffffu, psum, 8);
+        l = l * alpha + psum;
+        m = m_new;
+
+        // P V: every lane needs the 4 heads' alphas and all 16 probabilities of its half.
+#pragma unroll
+        for (int h = 0; h < G; ++h) {
+            const float a = __shfl_sync(0xffffffffu, alpha, half_base + h);
+#pragma unroll
+            for (int j = 0; j < 8; ++j) acc[h][j] *= a;
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            float vf[8];
+            widen(vr[u], vf);
+#pragma unroll
+            for (int h = 0; h < G; ++h) {
+                const float pu = __shfl_sync(0xffffffffu, p, half_base + u * G + h);
+#pragma unroll
+                for (int j = 0; j < 8; ++j) acc[h][j] = fmaf(pu, vf[j], acc[h][j]);
+            }
+        }
+    }
+
+    // Merge the CTA's 16 half-warp states; keep the result unnormalised for the second launch.
+    const int state = warp * TOKENS_PER_LOAD + half;
+    if (c < G) {  // lane c holds head c's state (c % 4 == c)
+        red_m[state][c] = m;
+        red_l[state][c] = l;
+    }
+#pragma unroll
+    for (int h = 0; h < G; ++h) {
+        float4* dst = reinterpret_cast<float4*>(&red_acc[state][h][c * 8]);
+        dst[0] = make_float4(acc[h][0], acc[h][1], acc[h][2], acc[h][3]);
+        dst[1] = make_float4(acc[h][4], acc[h][5], acc[h][6], acc[h][7]);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < G * D; i += THREADS) {
+        const int h = i / D, d = i % D;
+        float big = red_m[0][h];
+#pragma unroll
+        for (int st = 1; st < STATES; ++st) big = fmaxf(big, red_m[st][h]);
+        float sum = 0.0f, val = 0.0f;
+#pragma unroll
+        for (int st = 0; st < STATES; ++st) {
+            const float w = fast_exp2(red_m[st][h] - big);
+            sum = fmaf(w, red_l[st][h], sum);
+            val = fmaf(w, red_acc[st][h][d], val);
+        }
+        const size_t p = static_cast<size_t>(q_row + h) * splits + split;
+        if (d == 0) {
+            part_m[p] = big;
+            part_l[p] = sum;
+        }
+        part_acc[p * D + d] = val;
+    }
+}
+
+// Grid (Hq, B), one thread per output dimension: the splits of one query head merged. Every load
+// of a round is issued before any is used (the partials were just written, so they come from the
+// L2): the (m, l) pairs one per thread, then the weights 2^(m_i - M) / L through shared memory,
+// then the accumulators 16 splits at a time.
+extern "C" __global__ void __launch_bounds__(D)
+paged_merge(const float* __restrict__ part_m, const float* __restrict__ part_l,
+            const float* __restrict__ part_acc, unsigned short* __restrict__ out, int splits) {
+    __shared__ float weight[MAX_SPLITS];
+    __shared__ float scratch[MERGE_WARPS];
+    const int row = blockIdx.y * gridDim.x + blockIdx.x;  // b * Hq + query head
+    const int d = threadIdx.x, lane = d % 32, warp = d / 32;
+    const float* pm = part_m + static_cast<size_t>(row) * splits;
+    const float* pl = part_l + static_cast<size_t>(row) * splits;
+    const float* pa = part_acc + static_cast<size_t>(row) * splits * D + d;
+
+    float mine_m[MAX_SPLITS / D], mine_l[MAX_SPLITS / D];
+    float big = __int_as_float(0xff800000u);
+#pragma unroll
+    for (int r = 0; r < MAX_SPLITS / D; ++r) {
+        const int i = d + r * D;
+        mine_m[r] = i < splits ? pm[i] : __int_as_float(0xff800000u);
+        mine_l[r] = i < splits ? pl[i] : 0.0f;
+        big = fmaxf(big, mine_m[r]);
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, off));
+    if (lane == 0) scratch[warp] = big;
+    __syncthreads();
+    big = scratch[0];
+#pragma unroll
+    for (int w = 1; w < MERGE_WARPS; ++w) big = fmaxf(big, scratch[w]);
+    float sum = 0.0f;
+#pragma unroll
+    for (int r = 0; r < MAX_SPLITS / D; ++r) {
+        mine_m[r] = fast_exp2(mine_m[r] - big);  // 0 for the padding (m = -inf)
+        sum = fmaf(mine_m[r], mine_l[r], sum);
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    __syncthreads();  // every thread has read the maxima
+    if (lane == 0) scratch[warp] = sum;
+    __syncthreads();
+    sum = scratch[0];
+#pragma unroll
+    for (int w = 1; w < MERGE_WARPS; ++w) sum += scratch[w];
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int r = 0; r < MAX_SPLITS / D; ++r) {
+        if (d + r * D < splits) weight[d + r * D] = mine_m[r] * inv;
+    }
+    __syncthreads();
+    float val = 0.0f;
+#pragma unroll 16
+    for (int i = 0; i < splits; ++i) val = fmaf(weight[i], pa[static_cast<size_t>(i) * D], val);
+    out[static_cast<size_t>(row) * D + d] = to_bf16(val);
+}
