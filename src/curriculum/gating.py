@@ -10,6 +10,7 @@ later can leak text it never sees.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -88,18 +89,28 @@ def public_texts(view: EditionView) -> list[str]:
         texts.append(_metadata_text(cat.ladder))
     for item in (*cat.capsules.values(), *cat.questions.values(), *cat.experiments.values()):
         texts.extend([item.meta.title, item.meta.summary])
+    bodies: list[str] = []
     for cap in cat.capsules.values():
         if not cap.draft:
-            texts.append(cap.preview.text)
+            bodies.append(cap.preview.text)
             if cap.rest is not None:
-                texts.append(cap.rest.text)
+                bodies.append(cap.rest.text)
     for q in cat.questions.values():
-        texts.extend([q.question.text, q.answer.text])
+        bodies.extend([q.question.text, q.answer.text])
     for exp in cat.experiments.values():
-        texts.append(exp.preview.text)
+        bodies.append(exp.preview.text)
         if exp.rest is not None:
-            texts.append(exp.rest.text)
-    return texts
+            bodies.append(exp.rest.text)
+    return texts + bodies + [_as_read(b) for b in bodies]
+
+
+_MARKUP_ONLY = re.compile(r"\]\([^)]*\)|\{fig:[^}]*\}|[*_`#|>]+")
+
+
+def _as_read(text: str) -> str:
+    """Markdown as a reader sees its words: link targets and figure references
+    dropped, so a run of words that crosses a link still counts as shown."""
+    return _MARKUP_ONLY.sub(" ", text)
 
 
 def withheld_texts(full: Catalog, view: EditionView) -> list[str]:
