@@ -2,14 +2,16 @@
 
 A unique canary sentence goes into every field a reader below the tier must
 not see; the public edition is searched byte for byte (decompressing any
-gzip, zip or EPUB file) and must not hold one. The member edition must hold
-every canary: the positive control that proves the search can find them.
+gzip, zip or EPUB file, and decoding Pagefind's signed index files) and must
+not hold one. The member edition must hold every canary, in its pages and in
+its search index: the positive control that proves the search can find them.
 """
 
 from __future__ import annotations
 
 import gzip
 import io
+import json
 import zipfile
 from pathlib import Path
 
@@ -20,18 +22,37 @@ from curriculum.build import build
 CAP = "content/courses/demo/capsules"
 
 
+PAGEFIND_SIGNATURE = b"pagefind_dcd"
+
+
+def decoded(name: str, data: bytes) -> list[tuple[str, bytes]]:
+    """`data` and every readable form of it: gunzipped, unzipped, Pagefind-decoded."""
+    out = [(name, data)]
+    if data[:2] == b"\x1f\x8b":
+        out.extend(decoded(f"{name}!gunzip", gzip.decompress(data)))
+    if data.startswith(PAGEFIND_SIGNATURE):
+        # A Pagefind file is gzip'd, then a signature, then the payload (JSON for fragments,
+        # whose strings may escape characters): decode the JSON so escapes cannot hide text.
+        payload = data[len(PAGEFIND_SIGNATURE):]
+        out.append((f"{name}!pagefind", payload))
+        try:
+            text = json.dumps(json.loads(payload), ensure_ascii=False)
+        except ValueError:
+            pass
+        else:
+            out.append((f"{name}!pagefind-json", text.encode("utf-8")))
+    if data[:4] == b"PK\x03\x04":
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            for n in z.namelist():
+                out.extend(decoded(f"{name}!{n}", z.read(n)))
+    return out
+
+
 def all_bytes(folder: Path) -> list[tuple[str, bytes]]:
     out = []
     for path in sorted(folder.rglob("*")):
-        if not path.is_file():
-            continue
-        data = path.read_bytes()
-        out.append((str(path), data))
-        if data[:2] == b"\x1f\x8b":
-            out.append((f"{path}!gunzip", gzip.decompress(data)))
-        if data[:4] == b"PK\x03\x04":
-            with zipfile.ZipFile(io.BytesIO(data)) as z:
-                out.extend((f"{path}!{n}", z.read(n)) for n in z.namelist())
+        if path.is_file():
+            out.extend(decoded(str(path), path.read_bytes()))
     return out
 
 
@@ -56,11 +77,19 @@ def test_no_premium_text_in_public_edition(sample: Path, tmp_path: Path) -> None
     build(sample, out_dir=tmp_path, templates=TEMPLATES, strict=True)
     public = all_bytes(tmp_path / "public")
     member = all_bytes(tmp_path / "member")
+    member_index = [(n, d) for n, d in member if "/static/pagefind/" in n and n.endswith("!pagefind-json")]
+    member_epub = [(n, d) for n, d in member if ".epub!" in n]
+    assert member_index and member_epub
+    assert any("/static/pagefind/" in n for n, _ in public)
     for canary in canaries:
         needle = canary.encode()
         leaks = [name for name, data in public if needle in data]
         assert leaks == [], f"'{canary}' leaked into {leaks}"
         assert any(needle in data for _, data in member), f"'{canary}' missing from member"
+        assert any(needle in data for _, data in member_index), \
+            f"'{canary}' missing from the member search index"
+    assert any(canaries[0].encode() in data for _, data in member_epub), \
+        "the capsule canary is missing from the member EPUB"
 
 
 def test_public_edition_keeps_preview_and_metadata(sample: Path, tmp_path: Path) -> None:

@@ -1,18 +1,34 @@
-"""Stage 6, `index`: what machines read — search index, sitemap, Atom feed.
+"""Stage 6, `index`: what machines and e-readers read — the Pagefind search index,
+sitemap, Atom feed and each course's EPUB.
 
-Built from the pages the edition rendered, so each holds only what that
-edition shows: titles, summaries and the visible text of each page.
+Built from the pages and chapters the edition rendered, so each holds only what
+that edition shows: titles, summaries and the visible text of each page.
 """
 
 from __future__ import annotations
 
+import asyncio
+import gzip
+import hashlib
 import html
 import json
 import re
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 from xml.sax.saxutils import escape as xml_escape
 
 from curriculum.catalog import Catalog
+from curriculum.epub import add_epubs
+from curriculum.errors import UsageError
 from curriculum.render import Output, page_url
+
+T = TypeVar("T")
+PAGEFIND_DIR = "static/pagefind/"
+# The runtime files the search page loads; Pagefind's bundled UI widgets are not used.
+_PAGEFIND_KEEP = re.compile(
+    r"^(pagefind\.js|pagefind-worker\.js|pagefind-entry\.json|wasm\.[a-z-]+\.pagefind"
+    r"|pagefind\.[^/]+\.pf_meta|fragment/[^/]+|index/[^/]+|filter/[^/]+)$")
 
 _TAG = re.compile(r"<[^>]+>")
 _SPACE = re.compile(r"\s+")
@@ -27,16 +43,144 @@ def visible_text(page_html: str) -> str:
     return _SPACE.sub(" ", html.unescape(_TAG.sub(" ", body))).strip()
 
 
+async def _pagefind(pages: list[tuple[str, str]], language: str) -> dict[str, bytes]:
+    try:
+        from pagefind.index import PagefindIndex
+    except ImportError as exc:
+        raise UsageError("the search index needs Pagefind: pip install 'pagefind[extended]'") from exc
+
+    config = {"root_selector": "main", "keep_index_url": True,
+              "force_language": language.split("-")[0].lower(),
+              "exclude_selectors": [".pager", ".breadcrumbs", ".eyebrow", ".badge", ".meta"]}
+    async with PagefindIndex(config=config) as index:  # type: ignore[arg-type]
+        for path, page_html in pages:
+            await index.add_html_file(content=page_html, url="/" + path)
+        files = await index.get_files()
+        await index.delete_index()
+    return {f["path"]: f["content"] for f in files}
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion, also from code that already runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def search_index(out: Output, catalog: Catalog) -> dict[str, bytes]:
+    """The edition's Pagefind bundle, from the pages it rendered (in memory, nothing on disk).
+
+    Only pages listed for indexing are added, and each only through its <main>, so the
+    index holds exactly the text the edition shows.
+    """
+    pages = [(p["path"], out.files[p["path"]].decode("utf-8"))
+             for p in sorted(out.pages, key=lambda p: p["path"])]
+    files = _run(_pagefind(pages, catalog.site.language))
+    kept = {path: data for path, data in files.items() if _PAGEFIND_KEEP.match(path)}
+    return {PAGEFIND_DIR + path: data for path, data in sorted(canonical_pagefind(kept).items())}
+
+
+# -- making Pagefind's output deterministic ---------------------------------------------
+# Pagefind writes each filter's values, and the list of filters, in hash-map order, which
+# changes from run to run; file names are hashes of contents, so they change too. The files
+# are gzip'd CBOR behind a signature: decode them, sort those lists, and name the files by
+# hashes of the sorted contents, so two builds of the same pages are byte-identical.
+
+_SIGNATURE = b"pagefind_dcd"
+
+
+def _cbor_decode(data: bytes, i: int = 0) -> tuple[Any, int]:
+    major, info = data[i] >> 5, data[i] & 0x1F
+    i += 1
+    if info < 24:
+        n = info
+    else:
+        size = {24: 1, 25: 2, 26: 4, 27: 8}[info]
+        n = int.from_bytes(data[i:i + size], "big")
+        i += size
+    if major == 0:
+        return n, i
+    if major == 2:
+        return data[i:i + n], i + n
+    if major == 3:
+        return data[i:i + n].decode("utf-8"), i + n
+    if major == 4:
+        items = []
+        for _ in range(n):
+            item, i = _cbor_decode(data, i)
+            items.append(item)
+        return items, i
+    raise ValueError(f"unexpected CBOR major type {major} in a Pagefind file")
+
+
+def _cbor_head(major: int, n: int) -> bytes:
+    if n < 24:
+        return bytes([major << 5 | n])
+    for info, size in ((24, 1), (25, 2), (26, 4), (27, 8)):
+        if n < 1 << (8 * size):
+            return bytes([major << 5 | info]) + n.to_bytes(size, "big")
+    raise ValueError("integer too large for CBOR")
+
+
+def _cbor_encode(x: Any) -> bytes:
+    if isinstance(x, int):
+        return _cbor_head(0, x)
+    if isinstance(x, bytes):
+        return _cbor_head(2, len(x)) + x
+    if isinstance(x, str):
+        raw = x.encode("utf-8")
+        return _cbor_head(3, len(raw)) + raw
+    return _cbor_head(4, len(x)) + b"".join(_cbor_encode(item) for item in x)
+
+
+def _unpack(data: bytes) -> Any:
+    raw = gzip.decompress(data)
+    assert raw.startswith(_SIGNATURE), "not a Pagefind index file"
+    value, end = _cbor_decode(raw, len(_SIGNATURE))
+    assert end == len(raw) and _cbor_encode(value) == raw[len(_SIGNATURE):], \
+        "Pagefind index file does not round-trip"
+    return value
+
+
+def _pack(value: Any) -> bytes:
+    return gzip.compress(_SIGNATURE + _cbor_encode(value), mtime=0)
+
+
+def _digest(value: Any, length: int) -> str:
+    return hashlib.sha256(_cbor_encode(value)).hexdigest()[:length]
+
+
+def canonical_pagefind(files: dict[str, bytes]) -> dict[str, bytes]:
+    """Pagefind's bundle with filter values, filters and file names in a fixed order."""
+    entry = json.loads(files["pagefind-entry.json"])
+    out = {k: v for k, v in files.items()
+           if not k.startswith("filter/") and not k.endswith(".pf_meta")}
+    for lang, info in sorted(entry["languages"].items()):
+        meta = _unpack(files[f"pagefind.{info['hash']}.pf_meta"])
+        # meta: [version, pages, index chunks, filters [name, file], sorts, meta fields]
+        filters = []
+        for name, old in meta[3]:
+            values = _unpack(files[f"filter/{old}.pf_filter"])
+            values[1] = sorted(values[1], key=lambda v: v[0])
+            new = f"{lang}_{_digest(values, 7)}"
+            out[f"filter/{new}.pf_filter"] = _pack(values)
+            filters.append([name, new])
+        meta[3] = sorted(filters)
+        info["hash"] = f"{lang}_{_digest(meta, 10)}"
+        out[f"pagefind.{info['hash']}.pf_meta"] = _pack(meta)
+    out["pagefind-entry.json"] = json.dumps(entry, ensure_ascii=False,
+                                            separators=(",", ":")).encode("utf-8")
+    return out
+
+
 def add_indexes(out: Output, catalog: Catalog, build_date: str) -> None:
     base = catalog.site.base_url
-    records = []
-    for page in sorted(out.pages, key=lambda p: p["path"]):
-        text = visible_text(out.files[page["path"]].decode("utf-8"))
-        records.append({"url": page["path"], "title": page["title"], "kind": page["kind"],
-                        "access": page.get("access", "free"), "course": page.get("course"),
-                        "summary": page["summary"], "text": text})
-    out.add("search-index.json", json.dumps(records, ensure_ascii=False, sort_keys=True,
-                                            separators=(",", ":")) + "\n")
+    for path, data in search_index(out, catalog).items():
+        out.add(path, data)
+    add_epubs(out, catalog, build_date)
 
     urls = sorted(p["path"] for p in out.pages)
     sitemap = ['<?xml version="1.0" encoding="UTF-8"?>',

@@ -3,9 +3,11 @@ a template context and asks the renderer for the page."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from curriculum.render import Renderer, capsule_listing, hours, page_url, relative, toc
+from curriculum.epub import epub_path
+from curriculum.render import Chapter, Renderer, capsule_listing, hours, page_url, relative, toc
 
 
 def render_pages(r: Renderer) -> None:
@@ -23,7 +25,19 @@ def render_pages(r: Renderer) -> None:
         experiment(r, eid)
     if r.cat.ladder is not None:
         ladder(r)
-    r.page("404.html", "404.html", "Page not found", r.cat.site.description)
+    r.page("search.html", "search/index.html", "Search", f"Search {r.cat.site.title}.",
+           up_next=_link(r, "search/index.html", "Home", "index.html"))
+    r.page("404.html", "404.html", "Page not found", r.cat.site.description,
+           up_next=_link(r, "404.html", "Home", "index.html"))
+
+
+def _link(r: Renderer, page: str, title: str, target: str, label: str = "Up next") -> dict[str, Any]:
+    """A pager link: where "up next" (or "previous") points from `page`."""
+    return {"title": title, "href": relative(page, target), "label": label}
+
+
+def _first_capsule(r: Renderer, course_id: str) -> Any:
+    return next((c for c in r.cat.capsules_of(course_id) if not c.draft), None)
 
 
 def home(r: Renderer) -> None:
@@ -41,9 +55,12 @@ def home(r: Renderer) -> None:
                  for qid, q in sorted(r.cat.questions.items(), key=lambda kv: (kv[1].meta.track, kv[1].meta.order))]
     experiments = [{"meta": e.meta, "href": relative(path, page_url("experiment", eid, r.cat))}
                    for eid, e in sorted(r.cat.experiments.items())]
+    first = r.cat.site.courses[0] if r.cat.site.courses else None
+    up_next = (_link(r, path, r.cat.courses[first].meta.title, page_url("course", first, r.cat),
+                     "Start with") if first else None)
     r.page("home.html", path, r.cat.site.title, r.cat.site.description, index={"kind": "home"},
            courses=courses, paths=paths, questions=questions, experiments=experiments,
-           has_ladder=r.cat.ladder is not None)
+           has_ladder=r.cat.ladder is not None, up_next=up_next)
 
 
 def _counts(caps: list[Any]) -> dict[str, Any]:
@@ -61,10 +78,14 @@ def course(r: Renderer, course_id: str) -> None:
         caps = [r.cat.capsules[c] for c in part.capsules]
         parts.append({"number": i, "part": part, **_counts(caps),
                       "capsules": [capsule_listing(r, c, path) for c in caps]})
+    first = _first_capsule(r, course_id)
     r.page("course.html", path, entry.meta.title, entry.meta.description,
            index={"kind": "course", "access": "free"},
            course=entry.meta, parts=parts, **_counts(r.cat.capsules_of(course_id)),
-           syllabus_href=relative(path, page_url("syllabus", course_id, r.cat)) if entry.syllabus else None)
+           syllabus_href=relative(path, page_url("syllabus", course_id, r.cat)) if entry.syllabus else None,
+           epub_href=relative(path, epub_path(course_id, r.view.edition.id)),
+           up_next=_link(r, path, first.meta.title, page_url("capsule", first.id, r.cat),
+                         "Start with") if first else None)
     if entry.syllabus is not None:
         syllabus(r, course_id)
 
@@ -81,8 +102,11 @@ def syllabus(r: Renderer, course_id: str) -> None:
                       "minutes": sum(les.minutes for les in unit.lessons),
                       "widgets": sum(les.widgets for les in unit.lessons),
                       "labs": sum(les.labs for les in unit.lessons)})
+    first = _first_capsule(r, course_id)
     r.page("syllabus.html", path, entry.syllabus.title, entry.syllabus.summary,
            index={"kind": "syllabus", "access": "free"}, course=entry.meta,
+           up_next=_link(r, path, first.meta.title, page_url("capsule", first.id, r.cat),
+                         "Start with") if first else None,
            course_href=relative(path, page_url("course", course_id, r.cat)),
            syllabus=entry.syllabus, units=units,
            total_minutes=sum(u["minutes"] for u in units))
@@ -101,17 +125,27 @@ def capsule(r: Renderer, cap_id: str) -> None:
     sidebar = [{"part": p, "open": p.id == cap.part,
                 "capsules": [capsule_listing(r, r.cat.capsules[c], path) for c in p.capsules]}
                for p in entry.parts]
+    preview_html = r.markdown(cap.preview, path)
+    rest_html = r.markdown(cap.rest, path)
+    r.out.chapters.append(Chapter(course=cap.course, part=part.title, capsule=cap_id,
+                                  title=cap.meta.title, summary=cap.meta.summary, path=path,
+                                  html=str(preview_html) + str(rest_html), locked=locked))
+    if next_cap is not None:
+        up_next = _link(r, path, next_cap.meta.title, page_url("capsule", next_cap.id, r.cat))
+    else:
+        up_next = _link(r, path, entry.meta.title, page_url("course", cap.course, r.cat),
+                        "Back to the course")
     r.page("capsule.html", path, cap.meta.title, cap.meta.summary,
            index={"kind": "capsule", "access": cap.access, "course": entry.meta.title},
            cap=cap, meta=cap.meta, course=entry.meta, part=part,
            course_href=relative(path, page_url("course", cap.course, r.cat)),
            access=r.access_badge("capsule", cap_id, cap.access), locked=locked,
-           preview_html=r.markdown(cap.preview, path), rest_html=r.markdown(cap.rest, path),
+           preview_html=preview_html, rest_html=rest_html,
            toc=toc([cap.preview, cap.rest]),
            prerequisites=[capsule_listing(r, r.cat.capsules[p], path) for p in cap.meta.prerequisites],
-           prev=capsule_listing(r, prev_cap, path) if prev_cap else None,
-           next=capsule_listing(r, next_cap, path) if next_cap else None,
-           sidebar=sidebar)
+           prev=_link(r, path, prev_cap.meta.title, page_url("capsule", prev_cap.id, r.cat),
+                      "Previous") if prev_cap else None,
+           up_next=up_next, sidebar=sidebar)
 
 
 def _step(r: Renderer, kind: str, target: str, page: str) -> dict[str, Any]:
@@ -124,7 +158,7 @@ def _step(r: Renderer, kind: str, target: str, page: str) -> dict[str, Any]:
     else:
         e = r.cat.experiments[target]
         title, access, summary, draft = e.meta.title, e.access, e.meta.summary, False
-    return {"kind": kind, "kind_label": {"capsule": "Capsule", "question": "Worked question",
+    return {"kind": kind, "key": f"{kind}:{target}", "kind_label": {"capsule": "Capsule", "question": "Worked question",
                                          "experiment": "Experiment"}[kind],
             "title": title, "summary": summary, "draft": draft,
             "access": r.access_badge(kind, target, access),
@@ -138,8 +172,11 @@ def learning_path(r: Renderer, path_id: str) -> None:
     for i, step in enumerate(entry.meta.steps, start=1):
         kind, target = step.target
         steps.append({"number": i, "note": step.note, **_step(r, kind, target, path)})
+    first = next((s for s in steps if s["href"]), None)
     r.page("path.html", path, entry.meta.title, entry.meta.summary,
-           index={"kind": "path", "access": "free"}, lp=entry.meta, steps=steps)
+           index={"kind": "path", "access": "free"}, lp=entry.meta, steps=steps,
+           up_next={"title": first["title"], "href": first["href"], "label": "Start with"}
+           if first else None)
 
 
 def question(r: Renderer, qid: str) -> None:
@@ -148,7 +185,11 @@ def question(r: Renderer, qid: str) -> None:
     track = sorted((x for x in r.cat.questions.values() if x.meta.track == q.meta.track),
                    key=lambda x: x.meta.order)
     later = [x for x in track if x.meta.order > q.meta.order]
-    up_next = _step(r, "question", later[0].id, path) if later else None
+    if later:
+        up_next = _link(r, path, later[0].meta.title, page_url("question", later[0].id, r.cat),
+                        "Up next in this track")
+    else:
+        up_next = _link(r, path, "Home", "index.html")
     related = [{**capsule_listing(r, r.cat.capsules[cid], path), "score": score}
                for cid, score in q.related]
     r.page("question.html", path, q.meta.title, q.meta.summary,
@@ -173,14 +214,29 @@ def experiment(r: Renderer, eid: str) -> None:
             ref = _parse_ref(inp.default_from)
             fig = r.m.figure(ref) if ref else None
             value = fig.value if fig and fig.value is not None else inp.min
+            # Start on the control's own grid: 4.27 TB/s for a step of 0.01, not 4.2724089...
+            value = round(value, len(f"{inp.step:g}".partition(".")[2]))
             source = fig.provenance if fig else None
-        inputs.append({"input": inp, "value": value, "source": source})
-    r.page("experiment.html", path, e.meta.title, e.meta.summary,
+        inputs.append({"input": inp, "value": value, "text": _number(value), "source": source})
+    ids = sorted(r.cat.experiments)
+    later = ids[ids.index(eid) + 1:]
+    up_next = (_link(r, path, r.cat.experiments[later[0]].meta.title,
+                     page_url("experiment", later[0], r.cat)) if later
+               else _link(r, path, "Home", "index.html"))
+    table = experiment_table(e.meta.script, {i["input"].id: i["value"] for i in inputs})
+    r.page("experiment.html", path, e.meta.title, e.meta.summary, up_next=up_next, table=table,
            index={"kind": "experiment", "access": e.access},
            exp=e, meta=e.meta, locked=r.view.is_locked("experiment", eid),
            access=r.access_badge("experiment", eid, e.access), inputs=inputs,
            script=f"static/js/experiments/{e.meta.script}.js",
            preview_html=r.markdown(e.preview, path), rest_html=r.markdown(e.rest, path))
+
+
+def _number(value: float | None) -> str:
+    """An input's value as a person would type it: 8192, not 8192.0."""
+    if value is None:
+        return ""
+    return str(int(value)) if float(value).is_integer() else f"{value:.10g}"
 
 
 def ladder(r: Renderer) -> None:
@@ -193,5 +249,81 @@ def ladder(r: Renderer) -> None:
                   for d in module.drills]
         modules.append({"module": module, "drills": drills,
                         "hours": sum(d.hours for d in module.drills)})
+    first = next((d["lesson"] for m in modules for d in m["drills"] if d["lesson"]["href"]), None)
     r.page("ladder.html", path, lad.title, lad.summary, index={"kind": "ladder", "access": "free"},
-           ladder=lad, modules=modules)
+           ladder=lad, modules=modules,
+           up_next={"title": first["title"], "href": first["href"], "label": "Up next"}
+           if first else None)
+
+
+# -- experiments without JavaScript ----------------------------------------------------
+# Each script island has a Python twin of its model here, so the page can show a table of
+# precomputed values that a reader without JavaScript still gets. The formulas match the
+# scripts in templates/static/js/experiments/ line for line.
+
+Table = dict[str, Any]
+
+
+def _decode_economics(v: dict[str, float]) -> Table:
+    kv_per_token = 2 * v["layers"] * v["kv-heads"] * v["head-dim"] * v["kv-bytes"]
+    weights = v["params"] * 1e9 * v["weight-bytes"]
+    rows = []
+    for batch in (1, 4, 16, 64, 256):
+        kv = batch * v["kv-tokens"] * kv_per_token
+        seconds = (weights + kv) / (v["bandwidth"] * 1e12)
+        rate = batch / seconds
+        rows.append([f"{batch}", f"{weights / 1e9:.2f}", f"{kv / 1e9:.2f}",
+                     f"{seconds * 1e3:.2f}", f"{rate:.0f}", f"{rate / batch:.1f}"])
+    return {"caption": "Bound at each batch size, other inputs at their starting values",
+            "columns": ["Batch", "Weights (GB)", "KV cache (GB)", "Step time ≥ (ms)",
+                        "Tokens/s ≤", "Per sequence"], "rows": rows}
+
+
+# Work models of a few kernels (minimum bytes, FLOPs counted by hand): estimates, not measurements.
+ROOFLINE_EXAMPLES = [
+    ("Vector add, 2²⁸ fp32", 2**28, 12 * 2**28),
+    ("Softmax fp32, 32768 × 4096 (≈5 FLOP per element)", 5 * 32768 * 4096, 8 * 32768 * 4096),
+    ("SGEMM fp32, 1024³", 2 * 1024**3, 3 * 1024**2 * 4),
+    ("SGEMM fp32, 4096³", 2 * 4096**3, 3 * 4096**2 * 4),
+]
+
+
+def roofline_point(gflop: float, gbytes: float, peak_tflops: float, tbps: float) -> dict[str, Any]:
+    """Where a kernel of `gflop` GFLOP moving `gbytes` GB sits on a roofline."""
+    intensity = gflop / gbytes
+    ridge = peak_tflops / tbps
+    attainable = min(peak_tflops, intensity * tbps)
+    seconds = max(gflop * 1e9 / (peak_tflops * 1e12), gbytes * 1e9 / (tbps * 1e12))
+    return {"intensity": intensity, "ridge": ridge, "attainable": attainable,
+            "bound": "memory" if intensity < ridge else "compute", "seconds": seconds}
+
+
+def _roofline_explorer(v: dict[str, float]) -> Table:
+    rows = []
+    examples = [("Starting values", v["gflop"] * 1e9, v["gbytes"] * 1e9), *ROOFLINE_EXAMPLES]
+    for name, flops, nbytes in examples:
+        p = roofline_point(flops / 1e9, nbytes / 1e9, v["peak"], v["bandwidth"])
+        rows.append([name, f"{flops / 1e9:.3f}", f"{nbytes / 1e9:.3f}", f"{p['intensity']:.2f}",
+                     p["bound"], f"{p['attainable']:.2f}", f"{p['seconds'] * 1e6:.1f}"])
+    ridge = v["peak"] / v["bandwidth"]
+    return {"caption": f"Kernels placed on this roofline (ridge point {ridge:.2f} FLOP/byte)",
+            "columns": ["Kernel", "GFLOP", "GB moved", "FLOP/byte", "Bound",
+                        "Attainable TFLOP/s", "Time ≥ (µs)"], "rows": rows}
+
+
+TABLES: dict[str, tuple[set[str], Callable[[dict[str, float]], Table]]] = {
+    "decode-economics": ({"batch", "params", "weight-bytes", "kv-tokens", "kv-bytes", "layers",
+                          "kv-heads", "head-dim", "bandwidth"}, _decode_economics),
+    "roofline-explorer": ({"gflop", "gbytes", "peak", "bandwidth"}, _roofline_explorer),
+}
+
+
+def experiment_table(script: str, values: dict[str, Any]) -> Table | None:
+    """Precomputed values for readers without JavaScript, when the page has the inputs the
+    script's model needs and every one of them has a value."""
+    if script not in TABLES:
+        return None
+    needed, fn = TABLES[script]
+    if not needed <= values.keys() or any(values[k] is None or values[k] <= 0 for k in needed):
+        return None
+    return fn({k: float(values[k]) for k in needed})

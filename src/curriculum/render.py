@@ -25,7 +25,26 @@ from curriculum.gating import EditionView
 from curriculum.markdown import headings, link_scheme, render_tokens
 from curriculum.measure import Measurements
 
-KIND_LABELS = {"capsule": "Capsule", "question": "Worked question", "experiment": "Experiment"}
+KIND_LABELS = {"capsule": "Capsule", "question": "Worked question", "experiment": "Experiment",
+               "course": "Course", "path": "Learning path", "syllabus": "Syllabus",
+               "ladder": "Practice ladder", "home": "Home"}
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """One capsule as the edition shows it, kept for the course's EPUB.
+
+    `html` is the page's body fragment; its relative links resolve against `path`.
+    """
+
+    course: str
+    part: str
+    capsule: str
+    title: str
+    summary: str
+    path: str
+    html: str
+    locked: bool
 
 
 @dataclass
@@ -34,6 +53,8 @@ class Output:
 
     files: dict[str, bytes] = field(default_factory=dict)
     pages: list[dict[str, Any]] = field(default_factory=list)  # for sitemap, feed, search
+    chapters: list[Chapter] = field(default_factory=list)  # for the EPUB of each course
+    edition: str = ""
 
     def add(self, path: str, data: str | bytes) -> None:
         self.files[path] = data.encode("utf-8") if isinstance(data, str) else data
@@ -69,7 +90,7 @@ class Renderer:
         self.root = root
         self.diags = diags
         self.build_date = build_date
-        self.out = Output()
+        self.out = Output(edition=view.edition.id)
         self.env = Environment(
             loader=FileSystemLoader(str(templates)),
             autoescape=select_autoescape(["html", "xml"]),
@@ -138,10 +159,17 @@ class Renderer:
         def url(target: str) -> str:
             return relative(path, target)
 
+        context.setdefault("up_next", None)
+        search = None
+        if index is not None:
+            search = {"kind": KIND_LABELS.get(index["kind"], index["kind"].capitalize()),
+                      "access": self.cat.tier_label(index.get("access", "free")),
+                      "course": index.get("course") or ""}
         html = self.env.get_template(template).render(
             site=self.cat.site, edition=self.view.edition, view=self.view, page_path=path,
             title=title, description=description, url=url, canonical=self.cat.site.base_url +
-            path.removesuffix("index.html"), tier_label=self.cat.tier_label, **context)
+            path.removesuffix("index.html"), tier_label=self.cat.tier_label,
+            root=url("index.html").removesuffix("index.html") or "./", search=search, **context)
         self.out.add(path, html)
         if index is not None:
             self.out.pages.append({"path": path, "title": title, "summary": description, **index})

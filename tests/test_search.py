@@ -1,0 +1,72 @@
+"""The Pagefind index: built per edition from the pages it rendered, so the public index
+holds free text and no withheld text, and every result carries kind, course and access."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from conftest import SAMPLE, TEMPLATES
+
+from curriculum.build import build
+from curriculum.index import PAGEFIND_DIR
+
+SIGNATURE = b"pagefind_dcd"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("search")
+    build(SAMPLE, out_dir=out, templates=TEMPLATES, strict=True)
+    return out
+
+
+def fragments(edition: Path) -> dict[str, dict]:
+    """Each indexed page's Pagefind fragment, decoded, by URL."""
+    out = {}
+    for path in sorted((edition / PAGEFIND_DIR / "fragment").iterdir()):
+        data = gzip.decompress(path.read_bytes())
+        assert data.startswith(SIGNATURE), path
+        record = json.loads(data[len(SIGNATURE):])
+        out[record["url"]] = record
+    return out
+
+
+def test_bundle_holds_the_runtime_and_no_ui_widgets(site: Path) -> None:
+    names = {p.relative_to(site / "public" / PAGEFIND_DIR).as_posix()
+             for p in (site / "public" / PAGEFIND_DIR).rglob("*") if p.is_file()}
+    assert {"pagefind.js", "pagefind-worker.js", "pagefind-entry.json", "wasm.en.pagefind"} <= names
+    assert not any(n.startswith("pagefind-ui") or "playground" in n for n in names)
+
+
+def test_every_listed_page_is_indexed_with_its_metadata(site: Path) -> None:
+    pages = fragments(site / "public")
+    assert "/search/index.html" not in pages and "/404.html" not in pages
+    capsule = pages["/courses/demo/bandwidth/index.html"]
+    assert capsule["meta"] == {"title": "Bandwidth in numbers", "kind": "Capsule",
+                               "course": "Demo Course", "access": "Free"}
+    assert capsule["filters"] == {"kind": ["Capsule"], "access": ["Free"], "course": ["Demo Course"]}
+    assert pages["/questions/is-it-bound/index.html"]["meta"]["kind"] == "Worked question"
+    assert pages["/courses/demo/tiling/index.html"]["meta"]["access"] == "Members"
+    assert {"/index.html", "/courses/demo/index.html", "/paths/starter/index.html",
+            "/ladder/index.html", "/experiments/bound/index.html"} <= pages.keys()
+
+
+def test_public_index_has_free_body_and_no_withheld_body(site: Path) -> None:
+    public = fragments(site / "public")
+    member = fragments(site / "member")
+    free = "1 GiB at 4 TB/s takes about 0.5 ms"
+    assert free in public["/courses/demo/bandwidth/index.html"]["content"]
+    withheld = "thirty-two fold"
+    assert not any(withheld in r["content"] for r in public.values())
+    assert withheld in member["/courses/demo/tiling/index.html"]["content"]
+    # A preview is public: the text before <!-- more --> is indexed in both editions.
+    assert "Each tile is loaded once." in public["/courses/demo/tiling/index.html"]["content"]
+
+
+def test_chrome_is_not_indexed(site: Path) -> None:
+    record = fragments(site / "public")["/courses/demo/bandwidth/index.html"]
+    for chrome in ("Skip to content", "Keyboard shortcuts", "Mark as done", "Up next"):
+        assert chrome not in record["content"]
