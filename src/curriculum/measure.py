@@ -90,6 +90,9 @@ class Measurements:
     results: dict[str, ResultsFile] = field(default_factory=dict)
     _hashes: dict[str, str | None] = field(default_factory=dict)
     _charts: dict[str, Chart] = field(default_factory=dict)
+    # Rendered Markdown fragments of this build, shared by its editions (see render).
+    fragments: dict[tuple[str, int, str, str], tuple[str, dict[str, bytes | str]]] = field(
+        default_factory=dict)
 
     def current_hash(self, case_id: str) -> str | None:
         if case_id not in self._hashes:

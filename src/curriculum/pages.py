@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from markupsafe import Markup
+
 from curriculum.epub import epub_path
 from curriculum.render import Chapter, Renderer, capsule_listing, hours, page_url, relative, toc
 
@@ -116,15 +118,12 @@ def capsule(r: Renderer, cap_id: str) -> None:
     cap = r.cat.capsules[cap_id]
     path = page_url("capsule", cap_id, r.cat)
     entry = r.cat.courses[cap.course]
-    ordered = [c for c in r.cat.capsules_of(cap.course) if not c.draft]
-    i = ordered.index(cap)
+    ordered, position = _reading_order(r, cap.course)
+    i = position[cap_id]
     prev_cap = ordered[i - 1] if i > 0 else None
     next_cap = ordered[i + 1] if i + 1 < len(ordered) else None
     part = next(p for p in entry.parts if p.id == cap.part)
     locked = r.view.is_locked("capsule", cap_id)
-    sidebar = [{"part": p, "open": p.id == cap.part,
-                "capsules": [capsule_listing(r, r.cat.capsules[c], path) for c in p.capsules]}
-               for p in entry.parts]
     preview_html = r.markdown(cap.preview, path)
     rest_html = r.markdown(cap.rest, path)
     r.out.chapters.append(Chapter(course=cap.course, part=part.title, capsule=cap_id,
@@ -145,7 +144,38 @@ def capsule(r: Renderer, cap_id: str) -> None:
            prerequisites=[capsule_listing(r, r.cat.capsules[p], path) for p in cap.meta.prerequisites],
            prev=_link(r, path, prev_cap.meta.title, page_url("capsule", prev_cap.id, r.cat),
                       "Previous") if prev_cap else None,
-           up_next=up_next, sidebar=sidebar)
+           up_next=up_next, sidebar_html=_sidebar(r, cap.course, cap_id, cap.part))
+
+
+def _reading_order(r: Renderer, course_id: str) -> tuple[list[Any], dict[str, int]]:
+    """The course's written capsules in order, and each one's position."""
+    key = ("order", course_id)
+    if key not in r.memo:
+        ordered = [c for c in r.cat.capsules_of(course_id) if not c.draft]
+        r.memo[key] = (ordered, {c.id: i for i, c in enumerate(ordered)})
+    return r.memo[key]
+
+
+def _sidebar(r: Renderer, course_id: str, cap_id: str, part_id: str) -> Markup:
+    """The course sidebar, rendered once per course and edition: every capsule
+    page of a course sits at the same depth, so the links are the same on each;
+    only the current part and capsule are marked per page."""
+    key = ("sidebar", course_id)
+    if key not in r.memo:
+        entry = r.cat.courses[course_id]
+        sibling = f"courses/{course_id}/-/index.html"  # any capsule page's folder depth
+        parts = [{"part": p, "capsules": [capsule_listing(r, r.cat.capsules[c], sibling)
+                                          for c in p.capsules]} for p in entry.parts]
+        r.memo[key] = r.env.get_template("sidebar.html").render(
+            course=entry.meta, course_href=relative(sibling, page_url("course", course_id, r.cat)),
+            parts=parts)
+    html: str = r.memo[key]
+    html = html.replace(f'<details data-part="{part_id}">', f'<details data-part="{part_id}" open>', 1)
+    html = html.replace(f'<li data-progress="capsule:{cap_id}">',
+                        f'<li data-progress="capsule:{cap_id}" class="current">', 1)
+    html = html.replace(f'<a href="../{cap_id}/index.html">',
+                        f'<a href="../{cap_id}/index.html" aria-current="page">', 1)
+    return Markup(html)
 
 
 def _step(r: Renderer, kind: str, target: str, page: str) -> dict[str, Any]:

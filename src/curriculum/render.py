@@ -91,6 +91,7 @@ class Renderer:
         self.diags = diags
         self.build_date = build_date
         self.out = Output(edition=view.edition.id)
+        self.memo: dict[tuple[str, str], Any] = {}  # per-edition values shared by many pages
         self.env = Environment(
             loader=FileSystemLoader(str(templates)),
             autoescape=select_autoescape(["html", "xml"]),
@@ -105,13 +106,24 @@ class Renderer:
     def markdown(self, body: Body | None, page: str) -> Markup:
         if body is None or not body.text.strip():
             return Markup("")
-        env: dict[str, Any] = {
-            "link": lambda href: self._link(href, page, body),
-            "image": lambda src: self._image(src, page, body),
-            "figure": self._figure,
-            "chart": lambda text, line: self._chart(text, line, page, body),
-        }
-        return Markup(render_tokens(list(body.tokens), env))
+        # A body renders to the same HTML on the same page in every edition that
+        # shows it, so the fragment (and the files it needs) is rendered once a build.
+        key = (body.file, body.line, body.text, page)
+        hit = self.m.fragments.get(key)
+        if hit is None:
+            added: dict[str, bytes | str] = {}
+            env: dict[str, Any] = {
+                "link": lambda href: self._link(href, page, body),
+                "image": lambda src: self._image(src, page, body, added),
+                "figure": self._figure,
+                "chart": lambda text, line: self._chart(text, line, page, body, added),
+            }
+            hit = (render_tokens(list(body.tokens), env), added)
+            self.m.fragments[key] = hit
+        else:
+            for name, data in hit[1].items():
+                self.out.add(name, data)
+        return Markup(hit[0])
 
     def _link(self, href: str, page: str, body: Body) -> str:
         scheme = link_scheme(href)
@@ -123,7 +135,7 @@ class Renderer:
             return relative(page, page_url(scheme, target, self.cat) + (f"#{frag}" if frag else ""))
         return href
 
-    def _image(self, src: str, page: str, body: Body) -> str:
+    def _image(self, src: str, page: str, body: Body, added: dict[str, bytes | str]) -> str:
         if link_scheme(src) is not None or not src:
             return src
         source = self.root / Path(body.file).parent / src
@@ -132,6 +144,7 @@ class Renderer:
 
         name = f"assets/{hashlib.sha256(data).hexdigest()[:16]}{source.suffix.lower()}"
         self.out.add(name, data)
+        added[name] = data
         return relative(page, name)
 
     def _figure(self, ref: dict[str, Any]) -> str:
@@ -142,12 +155,14 @@ class Renderer:
                 f'</span>{badge}<span class="fig-prov" role="tooltip">{escape(fig.provenance)}'
                 f"</span></span>")
 
-    def _chart(self, text: str, line: int, page: str, body: Body) -> str:
+    def _chart(self, text: str, line: int, page: str, body: Body,
+               added: dict[str, bytes | str]) -> str:
         chart = self.m.chart(text, body.file, body.line + line, self.diags)
         if chart is None:
             return '<p class="chart-missing">[chart not available: no measured results]</p>'
         path = f"figures/{chart.name}"
         self.out.add(path, chart.svg)
+        added[path] = chart.svg
         caption = f"<figcaption>{escape(chart.caption)}</figcaption>" if chart.caption else ""
         return (f'<figure class="chart"><img src="{escape(relative(page, path))}" '
                 f'alt="{escape(chart.alt)}">{caption}</figure>\n')
