@@ -114,7 +114,8 @@ def _as_read(text: str) -> str:
 
 
 def withheld_texts(full: Catalog, view: EditionView) -> list[str]:
-    """Every text of the full catalog that the edition must not contain."""
+    """Every text of the full catalog that the edition must not contain, as a
+    reader would see it (link targets and figure references are not shown)."""
     texts: list[str] = []
     for key in sorted(view.locked):
         kind, item_id = key.split(":", 1)
@@ -133,7 +134,7 @@ def withheld_texts(full: Catalog, view: EditionView) -> list[str]:
             rest = full.experiments[item_id].rest
             if rest is not None:
                 texts.append(rest.text)
-    return texts
+    return [_as_read(t) for t in texts]
 
 
 def _metadata_text(model: BaseModel) -> str:
