@@ -175,6 +175,7 @@ def autotune_variants() -> dict[str, tuple[str, ...]]:
     return {c.label: c.options() for c in AUTOTUNE_CANDIDATES}
 
 
+_WMMA_SMEM = 3 * (128 * 72 + 64 * 136) * 2  # 10: 3 stages of padded bf16 A and B tiles
 _SWIZZLED_SMEM = 3 * (128 * 64 + 64 * 128) * 2  # 11: 3 stages of bf16 A and B tiles
 _WGMMA_SMEM = 4 * (128 * 64 + 64 * 256) * 2 + 2 * 4 * 8 + 1024  # 12: 4 stages, barriers, alignment
 
@@ -188,7 +189,9 @@ GEOMETRY: dict[str, Geometry] = {
     "07_autotuned": AUTOTUNE_DEFAULT.geometry(),
     "08_warptiling": Geometry("sgemm_warptiling", (128, 128), (256,), (128, 128, 16)),
     "09_double_buffering": Geometry("sgemm_double_buffering", (128, 128), (256,), (128, 128, 16)),
-    "10_wmma": Geometry("gemm_bf16_wmma", (128, 128), (256,), (128, 128, 32)),
+    "10_wmma": Geometry(
+        "gemm_bf16_wmma", (128, 128), (256,), (128, 128, 64), dynamic_smem=_WMMA_SMEM
+    ),
     "11_mma_swizzle": Geometry(
         "gemm_bf16_mma_swizzle", (128, 128), (256,), (128, 128, 64), dynamic_smem=_SWIZZLED_SMEM
     ),
