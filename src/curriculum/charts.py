@@ -19,9 +19,9 @@ fetched: the only font used is the one Matplotlib ships.
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 import io
 import json
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal

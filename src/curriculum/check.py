@@ -1,52 +1,176 @@
 """Stage 7, `check`: the built edition, before it is swapped in.
 
-- Internal links: every relative `href`/`src` in every HTML file points at a
-  file of the edition, and every `#fragment` at an id on the target page.
+- Internal links: every relative `href`/`src` in every HTML file (and every
+  `url(...)` in every stylesheet) points at a file of the edition, and every
+  `#fragment` at an id on the target page. No link is absolute: not `/x`, not
+  `file:`, and never into the build folder on the author's disk.
 - Leaks: no run of eight words from text withheld from this edition (the
   bodies above its tier) appears in any of its files, unless the same run
   also occurs in text the edition may show.
+- Orphans (`curriculum check --site`): ready capsules that nothing leads to.
+
+`check_links` and `check_leaks` run inside every build; `check_site` runs the
+same link check over editions already on disk.
 """
 
 from __future__ import annotations
 
+import bisect
 import html
 import posixpath
 import re
 from collections.abc import Iterable
+from pathlib import Path
 
+from curriculum.catalog import Body, Catalog
 from curriculum.errors import Diagnostics, Loc
 from curriculum.index import visible_text
 
 _ATTR = re.compile(r"""\s(?:href|src)="([^"]*)\"""")
+_CSS_URL = re.compile(r"""url\(\s*['"]?([^'")]*)['"]?\s*\)""")
 _ID = re.compile(r"""\sid="([^"]+)\"""")
 _WORDS = re.compile(r"[a-z0-9]+")
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 SHINGLE = 8
 
 
-def check_links(files: dict[str, bytes], edition: str, diags: Diagnostics) -> None:
+class _Lines:
+    """Offset -> (line, column), without rescanning the text for each link."""
+
+    def __init__(self, text: str) -> None:
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def at(self, offset: int) -> tuple[int, int]:
+        i = bisect.bisect_right(self.starts, offset) - 1
+        return i + 1, offset - self.starts[i] + 1
+
+
+def check_links(files: dict[str, bytes], edition: str, diags: Diagnostics,
+                pages: Iterable[str] | None = None, prefix: str | None = None) -> None:
+    """Check the links of `pages` (every HTML and CSS file by default) against `files`.
+
+    `prefix` is how locations name the edition's folder (`build/<edition>` by default).
+    """
+    where = prefix if prefix is not None else f"build/{edition}"
+    wanted = sorted(pages) if pages is not None else sorted(
+        p for p in files if p.endswith((".html", ".css")))
     ids: dict[str, set[str]] = {}
-    html_files = {p: d.decode("utf-8") for p, d in files.items() if p.endswith(".html")}
-    for path, text in html_files.items():
-        ids[path] = set(_ID.findall(text))
-    for path, text in sorted(html_files.items()):
-        for m in _ATTR.finditer(text):
-            href = html.unescape(m.group(1))
-            if not href or re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*:", href) or href.startswith("//"):
+
+    def ids_of(path: str) -> set[str]:
+        if path not in ids:
+            ids[path] = set(_ID.findall(files[path].decode("utf-8", errors="replace")))
+        return ids[path]
+
+    for path in wanted:
+        if path not in files or not path.endswith((".html", ".css")):
+            continue
+        text = files[path].decode("utf-8", errors="replace")
+        pattern = _ATTR if path.endswith(".html") else _CSS_URL
+        lines: _Lines | None = None
+        for m in pattern.finditer(text):
+            href = html.unescape(m.group(1)).strip()
+            if not href or href.startswith("data:"):
                 continue
-            target, _, frag = href.partition("#")
-            line = text.count("\n", 0, m.start()) + 1
-            loc = Loc(f"build/{edition}/{path}", line, 1)
-            if target.startswith("/"):
+            lines = lines or _Lines(text)
+            line, col = lines.at(m.start(1))
+            loc = Loc(f"{where}/{path}", line, col)
+            if href.lower().startswith("file:") or href.startswith("/") and not href.startswith("//"):
                 diags.error(loc, "link.absolute", f"'{href}' is absolute; links must be relative")
                 continue
+            if _SCHEME.match(href) or href.startswith("//"):
+                continue
+            target, _, frag = href.partition("#")
+            target = target.split("?", 1)[0]
             resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target)) \
                 if target else path
-            if resolved.endswith("/"):
-                resolved += "index.html"
-            if resolved not in files:
-                diags.error(loc, "link.broken", f"'{href}' points at no file of the edition")
-            elif frag and resolved in ids and frag not in ids[resolved]:
-                diags.error(loc, "link.fragment", f"'{href}': no id '{frag}' on {resolved}")
+            if target.endswith("/") or (target and resolved + "/index.html" in files
+                                        and resolved not in files):
+                resolved = resolved.rstrip("/") + "/index.html"
+            if resolved.startswith("../") or resolved == "..":
+                diags.error(loc, "link.outside", f"'{href}' leaves the edition's folder",
+                            "link only to files of the site")
+            elif resolved not in files:
+                diags.error(loc, "link.broken", f"'{href}' points at no file of the edition",
+                            _nearest(resolved, files))
+            elif frag and resolved.endswith(".html") and frag not in ids_of(resolved):
+                diags.error(loc, "link.fragment", f"'{href}': no id '{frag}' on {resolved}",
+                            _nearest_id(frag, ids_of(resolved)))
+
+
+def _nearest(path: str, files: dict[str, bytes]) -> str | None:
+    from curriculum.errors import did_you_mean
+
+    hint = did_you_mean(path, [p for p in files if p.endswith(posixpath.splitext(path)[1])])
+    return hint
+
+
+def _nearest_id(frag: str, ids: set[str]) -> str | None:
+    from curriculum.errors import did_you_mean
+
+    return did_you_mean(frag, ids)
+
+
+def read_edition(folder: Path) -> dict[str, bytes]:
+    """A built edition on disk as the path -> bytes map the checks read."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def check_site(folder: Path, edition: str, diags: Diagnostics, prefix: str) -> int:
+    """The link check over one edition already on disk; returns the files checked.
+
+    Besides `check_links`, any page naming the build folder by its path on this
+    disk (a link that works only on the author's machine) is an error.
+    """
+    files = read_edition(folder)
+    check_links(files, edition, diags, prefix=prefix)
+    disk = folder.resolve().as_posix()
+    for path, data in sorted(files.items()):
+        if not path.endswith((".html", ".css", ".js", ".json", ".xml")):
+            continue
+        text = data.decode("utf-8", errors="replace")
+        at = text.find(disk)
+        if at >= 0:
+            line, col = _Lines(text).at(at)
+            diags.error(Loc(f"{prefix}/{path}", line, col), "link.build-folder",
+                        f"names the build folder on this disk ({disk})",
+                        "a page must not depend on where it was built")
+    return len(files)
+
+
+def check_orphans(catalog: Catalog, diags: Diagnostics) -> None:
+    """Warn about ready capsules that no path, other capsule, question, experiment
+    or drill leads to: a reader finds them only through the course page."""
+    reached: set[str] = set()
+    for cap in catalog.capsules.values():
+        if cap.draft:
+            continue  # a draft is not published, so its links lead nowhere yet
+        targets: set[str] = set(cap.meta.prerequisites)
+        for body in (cap.preview, cap.rest):
+            targets |= _capsule_links(body)
+        reached |= targets - {cap.id}  # a link to itself leads nowhere new
+    for q in catalog.questions.values():
+        reached.update(q.meta.concepts)
+        reached |= _capsule_links(q.question) | _capsule_links(q.answer)
+    for exp in catalog.experiments.values():
+        reached |= _capsule_links(exp.preview) | _capsule_links(exp.rest)
+    for p in catalog.paths.values():
+        reached.update(step.capsule for step in p.meta.steps if step.capsule is not None)
+    if catalog.ladder is not None:
+        reached.update(d.lesson for m in catalog.ladder.modules for d in m.drills)
+    for cid, cap in sorted(catalog.capsules.items()):
+        if not cap.draft and cid not in reached:
+            diags.warning(cap.loc, "capsule.orphan",
+                          f"capsule '{cid}' is reached only from its course page: no path, "
+                          "question, drill or other capsule leads to it",
+                          "add it to a path, or link it from a capsule that comes before it")
+
+
+def _capsule_links(body: Body | None) -> set[str]:
+    if body is None:
+        return set()
+    return {href.split(":", 1)[1].split("#", 1)[0] for href, _ in body.refs.links
+            if href.startswith("capsule:")}
 
 
 def shingles(text: str) -> set[int]:
@@ -64,7 +188,7 @@ def check_leaks(files: dict[str, bytes], withheld: Iterable[str], allowed: Itera
     if not secret:
         return
     for path, data in sorted(files.items()):
-        if path.endswith((".png", ".woff2", ".ico")):
+        if path.endswith((".png", ".woff2", ".ico", ".epub")):
             continue
         text = data.decode("utf-8", errors="replace")
         plain = visible_text(text) if path.endswith(".html") else html.unescape(text)

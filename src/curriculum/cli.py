@@ -1,8 +1,9 @@
 """The `curriculum` command: a thin layer over the pipeline.
 
     curriculum build [--edition public|member|all] [--out DIR] [--strict]
-    curriculum check [--strict]
-    curriculum serve [--edition member] [--port 8000]
+    curriculum check [--strict] [--site]
+    curriculum serve [--edition member] [--port 8000] [--open]
+    curriculum new capsule|question|drill|path ID [...]
     curriculum bench [...]          (on a machine with a CUDA GPU)
     curriculum schema [--out DIR]   (JSON Schemas of the source formats)
 
@@ -16,14 +17,15 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from curriculum.errors import ContentError, CurriculumError, Diagnostic
+from curriculum.errors import ContentError, CurriculumError, Diagnostic, Diagnostics
 
 
 def _console():  # type: ignore[no-untyped-def]
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, emoji=False)
 
 
 def report(diagnostics: list[Diagnostic]) -> None:
@@ -63,6 +65,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     from curriculum.build import check_project
 
     diags, catalog, _ = check_project(args.root, args.templates)
+    if catalog is not None and args.site:
+        _check_built_site(args, catalog, diags)
     diags.raise_if_failed(args.strict)
     report(diags.sorted())
     assert catalog is not None
@@ -71,31 +75,63 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_built_site(args: argparse.Namespace, catalog: Any, diags: Diagnostics) -> None:
+    """`check --site`: links of every built edition on disk, and orphaned capsules."""
+    from curriculum.build import chosen_editions
+    from curriculum.check import check_orphans, check_site
+    from curriculum.errors import UsageError, rel
+
+    out = (args.out or args.root / "build").resolve()
+    editions = chosen_editions(catalog, None if args.edition in (None, "all") else [args.edition])
+    for edition in editions:
+        folder = out / edition
+        if not folder.is_dir():
+            raise UsageError(f"no built edition at {folder}; run `curriculum build` first")
+        n = check_site(folder, edition, diags, prefix=rel(folder, args.root))
+        _console().print(f"checked {n} files of the {edition} edition in {folder}")
+    check_orphans(catalog, diags)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
-    import functools
-    import http.server
+    from curriculum.serve import Server, Update
 
-    from curriculum.build import build
+    def log(update: Update) -> None:
+        report(update.diagnostics)
+        if update.ok:
+            what = "built" if update.version == 1 else (
+                f"rebuilt {len(update.rebuilt)} unit(s), {len(update.changed)} file(s) changed")
+            _console().print(f"[green]{what}[/] in {update.seconds * 1000:.0f} ms")
+        else:
+            _console().print(f"[red]not rebuilt[/]: {len(update.diagnostics)} error(s); "
+                             "the last good pages stay served")
 
-    result = build(args.root, out_dir=args.out, editions=[args.edition], strict=False,
-                   templates=args.templates)
-    report(result.diagnostics.sorted())
-    folder = (args.out or args.root / "build").resolve() / args.edition
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), handler)
-    url = f"http://127.0.0.1:{server.server_address[1]}/"
-    _console().print(f"serving the {args.edition} edition at {url} (Ctrl+C stops)")
+    templates = args.templates or args.root / "templates"
+    server = Server(args.root, templates, args.edition, port=args.port, log=log)
+    server.start()
+    _console().print(f"serving the {args.edition} edition at {server.url} "
+                     "(watching for edits; Ctrl+C stops)")
     if args.open:
         import webbrowser
 
-        webbrowser.open(url)
+        webbrowser.open(server.url)
     try:
-        server.serve_forever()
+        while True:
+            time.sleep(3600)
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
+        server.stop()
     return 0
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from curriculum.scaffold import scaffold
+
+    for path, action in scaffold(args.root, args.kind, args.id, vars(args),
+                                 templates=args.templates):
+        _console().print(f"{action} {path}")
+    return cmd_check(argparse.Namespace(root=args.root, templates=args.templates, site=False,
+                                        strict=False))
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -113,6 +149,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench_cli.run(args)
 
 
+def _configure_new(p: argparse.ArgumentParser) -> None:
+    """Options of `curriculum new` (scaffold.py, which needs PyYAML, is imported on use)."""
+    p.add_argument("kind", choices=["capsule", "question", "drill", "path"], help="what to start")
+    p.add_argument("id", help="its id: lower-case letters, digits and hyphens")
+    p.add_argument("--title", help="title (default: from the id)")
+    p.add_argument("--summary", help="one-sentence summary")
+    p.add_argument("--access", help="access tier (default: the lowest tier in site.yaml)")
+    p.add_argument("--course", help="capsule: course id (default: the only or first course)")
+    p.add_argument("--part", help="capsule: part id (default: the course's last part)")
+    p.add_argument("--tag", help="capsule: short upper-case badge (default: from the id)")
+    p.add_argument("--capsule-kind", dest="capsule_kind", default="concept",
+                   choices=["concept", "experiment", "lab", "worked-question", "practice"],
+                   help="capsule: kind (default: concept)")
+    p.add_argument("--track", help="question: track (default: the most used track)")
+    p.add_argument("--order", type=int, help="question: position in its track (default: last)")
+    p.add_argument("--concept", action="append", default=[],
+                   help="question: related capsule id (repeatable; default: the first capsule)")
+    p.add_argument("--module", help="drill: ladder module, e.g. M03 (default: the last module)")
+    p.add_argument("--lesson", help="drill: capsule id it practises (default: the first capsule)")
+    p.add_argument("--category", default="kernels", help="drill: category (default: kernels)")
+    p.add_argument("--hours", type=float, default=1.0, help="drill: expected hours (default: 1)")
+    p.add_argument("--step", action="append", default=[],
+                   help="path: a step as capsule:ID, question:ID or experiment:ID (repeatable)")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="curriculum", description=__doc__.split("\n\n")[0])
     p.add_argument("--root", type=Path, default=Path("."), help="project folder (default: .)")
@@ -128,14 +189,21 @@ def parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="validate content and figures without rendering")
     c.add_argument("--strict", action="store_true", help="treat every warning as an error")
+    c.add_argument("--site", action="store_true",
+                   help="also check links in the built editions and report orphaned capsules")
+    c.add_argument("--edition", default="all", help="with --site: edition to check (default: all)")
+    c.add_argument("--out", type=Path, default=None, help="with --site: build folder (default: build/)")
     c.set_defaults(func=cmd_check)
 
-    s = sub.add_parser("serve", help="build one edition and serve it on localhost")
+    s = sub.add_parser("serve", help="serve one edition on localhost, rebuilding on every edit")
     s.add_argument("--edition", default="member", help="edition to serve (default: member)")
-    s.add_argument("--out", type=Path, default=None, help="output folder (default: build/)")
     s.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks one)")
     s.add_argument("--open", action="store_true", help="open the site in a browser")
     s.set_defaults(func=cmd_serve)
+
+    n = sub.add_parser("new", help="start a capsule, question, drill or path from a template")
+    _configure_new(n)
+    n.set_defaults(func=cmd_new)
 
     sc = sub.add_parser("schema", help="export JSON Schemas of the YAML and front-matter formats")
     sc.add_argument("--out", type=Path, default=None, help="folder (default: schemas/)")
