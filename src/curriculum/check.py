@@ -19,7 +19,7 @@ import bisect
 import html
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from curriculum.catalog import Body, Catalog
@@ -32,6 +32,9 @@ _ID = re.compile(r"""\sid="([^"]+)\"""")
 _WORDS = re.compile(r"[a-z0-9]+")
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 SHINGLE = 8
+_SIDEBAR = re.compile(r'<nav class="sidebar".*?</nav>', re.S)
+_CURRENT_MARKS = re.compile(r' (?:open|class="current"|aria-current="page")(?=[ >])')
+_TAG = re.compile(r"<[^>]+>")
 
 
 class _Lines:
@@ -61,40 +64,66 @@ def check_links(files: dict[str, bytes], edition: str, diags: Diagnostics,
             ids[path] = set(_ID.findall(files[path].decode("utf-8", errors="replace")))
         return ids[path]
 
+    # Pages at one depth share most links (every capsule page has the course
+    # sidebar): a link already found good from the same ancestor folder is not
+    # resolved again, and line numbers are counted only for the links reported.
+    good: set[tuple[str, str]] = set()
     for path in wanted:
         if path not in files or not path.endswith((".html", ".css")):
             continue
         text = files[path].decode("utf-8", errors="replace")
         pattern = _ATTR if path.endswith(".html") else _CSS_URL
+        folder = posixpath.dirname(path)
+        depth = folder.count("/") + 1 if folder else 0
         lines: _Lines | None = None
         for m in pattern.finditer(text):
-            href = html.unescape(m.group(1)).strip()
-            if not href or href.startswith("data:"):
+            raw = m.group(1)
+            if not raw or raw.startswith("data:"):
+                continue
+            href = (html.unescape(raw) if "&" in raw else raw).strip()
+            ups = 0
+            rest = href
+            while rest.startswith("../"):
+                ups += 1
+                rest = rest[3:]
+            key = ("/".join(folder.split("/")[:depth - ups]) if ups <= depth else None, rest)
+            if key[0] is not None and key in good:
+                continue
+            problem = _link_problem(href, path, files, ids_of)
+            if problem is None:
+                if key[0] is not None:
+                    good.add(key)
                 continue
             lines = lines or _Lines(text)
             line, col = lines.at(m.start(1))
-            loc = Loc(f"{where}/{path}", line, col)
-            if href.lower().startswith("file:") or href.startswith("/") and not href.startswith("//"):
-                diags.error(loc, "link.absolute", f"'{href}' is absolute; links must be relative")
-                continue
-            if _SCHEME.match(href) or href.startswith("//"):
-                continue
-            target, _, frag = href.partition("#")
-            target = target.split("?", 1)[0]
-            resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target)) \
-                if target else path
-            if target.endswith("/") or (target and resolved + "/index.html" in files
-                                        and resolved not in files):
-                resolved = resolved.rstrip("/") + "/index.html"
-            if resolved.startswith("../") or resolved == "..":
-                diags.error(loc, "link.outside", f"'{href}' leaves the edition's folder",
-                            "link only to files of the site")
-            elif resolved not in files:
-                diags.error(loc, "link.broken", f"'{href}' points at no file of the edition",
-                            _nearest(resolved, files))
-            elif frag and resolved.endswith(".html") and frag not in ids_of(resolved):
-                diags.error(loc, "link.fragment", f"'{href}': no id '{frag}' on {resolved}",
-                            _nearest_id(frag, ids_of(resolved)))
+            code, message, hint = problem
+            diags.error(Loc(f"{where}/{path}", line, col), code, message, hint)
+
+
+def _link_problem(href: str, path: str, files: dict[str, bytes],
+                  ids_of: Callable[[str], set[str]]) -> tuple[str, str, str | None] | None:
+    """What is wrong with one link of `path`, or None when it resolves."""
+    if href.lower().startswith("file:") or href.startswith("/") and not href.startswith("//"):
+        return "link.absolute", f"'{href}' is absolute; links must be relative", None
+    if _SCHEME.match(href) or href.startswith("//"):
+        return None
+    target, _, frag = href.partition("#")
+    target = target.split("?", 1)[0]
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(path), target)) \
+        if target else path
+    if target.endswith("/") or (target and resolved + "/index.html" in files
+                                and resolved not in files):
+        resolved = resolved.rstrip("/") + "/index.html"
+    if resolved.startswith("../") or resolved == "..":
+        return "link.outside", f"'{href}' leaves the edition's folder", \
+            "link only to files of the site"
+    if resolved not in files:
+        return "link.broken", f"'{href}' points at no file of the edition", \
+            _nearest(resolved, files)
+    if frag and resolved.endswith(".html") and frag not in ids_of(resolved):
+        return "link.fragment", f"'{href}': no id '{frag}' on {resolved}", \
+            _nearest_id(frag, ids_of(resolved))
+    return None
 
 
 def _nearest(path: str, files: dict[str, bytes]) -> str | None:
@@ -173,25 +202,40 @@ def _capsule_links(body: Body | None) -> set[str]:
             if href.startswith("capsule:")}
 
 
-def shingles(text: str) -> set[int]:
+def shingles(text: str) -> set[tuple[str, ...]]:
+    """Every run of eight consecutive words, lower-cased."""
     words = _WORDS.findall(text.lower())
-    return {hash(tuple(words[i:i + SHINGLE])) for i in range(len(words) - SHINGLE + 1)}
+    return set(zip(*(words[i:] for i in range(SHINGLE)), strict=False))
 
 
 def check_leaks(files: dict[str, bytes], withheld: Iterable[str], allowed: Iterable[str],
                 edition: str, diags: Diagnostics) -> None:
-    secret: set[int] = set()
+    secret: set[tuple[str, ...]] = set()
     for text in withheld:
         secret |= shingles(text)
     for text in allowed:
         secret -= shingles(text)
     if not secret:
         return
+    # A course sidebar repeats on every capsule page; each distinct one is
+    # read once (the per-page marks of the current capsule are ignored).
+    seen_navs: dict[str, bool] = {}
     for path, data in sorted(files.items()):
         if path.endswith((".png", ".woff2", ".ico", ".epub")):
             continue
         text = data.decode("utf-8", errors="replace")
-        plain = visible_text(text) if path.endswith(".html") else html.unescape(text)
-        if shingles(plain) & secret or shingles(text) & secret:
+        leaked = False
+        if path.endswith(".html"):
+            for nav in _SIDEBAR.findall(text):
+                key = _CURRENT_MARKS.sub("", nav)
+                if key not in seen_navs:
+                    seen_navs[key] = not shingles(html.unescape(_TAG.sub(" ", nav))).isdisjoint(secret)
+                leaked = leaked or seen_navs[key]
+            text = _SIDEBAR.sub(" ", text)
+            plain = visible_text(text)
+        else:
+            plain = html.unescape(text)
+        if leaked or not shingles(plain).isdisjoint(secret) or \
+                not shingles(text).isdisjoint(secret):
             diags.error(Loc(f"build/{edition}/{path}", 1, 1), "leak.withheld-text",
                         "holds text withheld from this edition")

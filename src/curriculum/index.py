@@ -13,8 +13,10 @@ import hashlib
 import html
 import json
 import re
+import tempfile
 from collections.abc import Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 from xml.sax.saxutils import escape as xml_escape
 
@@ -52,12 +54,23 @@ async def _pagefind(pages: list[tuple[str, str]], language: str) -> dict[str, by
     config = {"root_selector": "main", "keep_index_url": True,
               "force_language": language.split("-")[0].lower(),
               "exclude_selectors": [".pager", ".breadcrumbs", ".eyebrow", ".badge", ".meta"]}
-    async with PagefindIndex(config=config) as index:  # type: ignore[arg-type]
+    # One request for the whole folder: the Python wrapper reads each reply of
+    # Pagefind's service after a 0.1 s pause, so a request per page costs
+    # minutes on a large course. The pages go to a scratch folder, not the site.
+    with tempfile.TemporaryDirectory(prefix="curriculum-search-") as scratch:
         for path, page_html in pages:
-            await index.add_html_file(content=page_html, url="/" + path)
-        files = await index.get_files()
-        await index.delete_index()
-    return {f["path"]: f["content"] for f in files}
+            target = Path(scratch, "site", path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(page_html, encoding="utf-8")
+        bundle = Path(scratch, "_pagefind")
+        # `get_files` sends the whole bundle through one pipe message, which
+        # stalls on large sites; the bundle is written to scratch and read back.
+        async with PagefindIndex(config=config) as index:  # type: ignore[arg-type]
+            await index.add_directory(path=str(Path(scratch, "site")))
+            await index.write_files(output_path=str(bundle))
+            await index.delete_index()  # else leaving the block writes it again, into the cwd
+        return {p.relative_to(bundle).as_posix(): p.read_bytes()
+                for p in sorted(bundle.rglob("*")) if p.is_file()}
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
@@ -70,13 +83,29 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
+_TITLE = re.compile(r"<title>.*?</title>", re.S)
+_MAIN_ELEMENT = re.compile(r"<main[ >].*?</main>", re.S)
+
+
+def _searchable(page_html: str) -> str:
+    """The part of a page Pagefind reads: its title and <main>. Sending only that
+    keeps each message to the Pagefind service small (a course sidebar lists
+    every capsule, and a thousand full pages through its pipe stalled it)."""
+    title = _TITLE.search(page_html)
+    main = _MAIN_ELEMENT.search(page_html)
+    if main is None:
+        return page_html
+    head = title.group(0) if title else ""
+    return f"<!doctype html><html><head>{head}</head><body>{main.group(0)}</body></html>"
+
+
 def search_index(out: Output, catalog: Catalog) -> dict[str, bytes]:
     """The edition's Pagefind bundle, from the pages it rendered (in memory, nothing on disk).
 
     Only pages listed for indexing are added, and each only through its <main>, so the
     index holds exactly the text the edition shows.
     """
-    pages = [(p["path"], out.files[p["path"]].decode("utf-8"))
+    pages = [(p["path"], _searchable(out.files[p["path"]].decode("utf-8")))
              for p in sorted(out.pages, key=lambda p: p["path"])]
     files = _run(_pagefind(pages, catalog.site.language))
     kept = {path: data for path, data in files.items() if _PAGEFIND_KEEP.match(path)}
