@@ -9,7 +9,16 @@ from typing import Any
 from markupsafe import Markup
 
 from curriculum.epub import epub_path
-from curriculum.render import Chapter, Renderer, capsule_listing, hours, page_url, relative, toc
+from curriculum.render import (
+    KIND_LABELS,
+    Chapter,
+    Renderer,
+    capsule_listing,
+    hours,
+    page_url,
+    relative,
+    toc,
+)
 
 
 def render_pages(r: Renderer) -> None:
@@ -188,8 +197,7 @@ def _step(r: Renderer, kind: str, target: str, page: str) -> dict[str, Any]:
     else:
         e = r.cat.experiments[target]
         title, access, summary, draft = e.meta.title, e.access, e.meta.summary, False
-    return {"kind": kind, "key": f"{kind}:{target}", "kind_label": {"capsule": "Capsule", "question": "Worked question",
-                                         "experiment": "Experiment"}[kind],
+    return {"kind": kind, "key": f"{kind}:{target}", "kind_label": KIND_LABELS[kind],
             "title": title, "summary": summary, "draft": draft,
             "access": r.access_badge(kind, target, access),
             "href": None if draft else relative(page, page_url(kind, target, r.cat))}
