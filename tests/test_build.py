@@ -135,3 +135,53 @@ def test_committed_schemas_are_current(tmp_path: Path) -> None:
         committed = REPO / "schemas" / path.name
         assert committed.is_file(), f"run `curriculum schema` to add {committed.name}"
         assert committed.read_text() == path.read_text(), f"run `curriculum schema`: {path.name}"
+
+
+def test_editions_built_side_by_side_match_one_at_a_time(
+        sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    monkeypatch.setenv("CURRICULUM_JOBS", "1")
+    build(sample, out_dir=tmp_path / "one", templates=TEMPLATES)
+    monkeypatch.setenv("CURRICULUM_JOBS", "2")
+    build(sample, out_dir=tmp_path / "two", templates=TEMPLATES)
+    one, two = tree(tmp_path / "one"), tree(tmp_path / "two")
+    assert one.keys() == two.keys()
+    assert [k for k in one if one[k] != two[k]] == []
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_one_edition_failing_leaves_both_previous_editions(
+        sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
+    """The member edition (built by a worker when jobs > 1) fails its checks after the
+    public one has passed and staged its folder: neither is swapped in, nothing is left."""
+    import curriculum.build as build_module
+    from curriculum.errors import Loc
+
+    monkeypatch.setenv("CURRICULUM_JOBS", jobs)
+    out = tmp_path / "out"
+    build(sample, out_dir=out, templates=TEMPLATES)
+    before = {e: tree(out / e) for e in ("public", "member")}
+    real = build_module.check_leaks
+
+    def failing(files, withheld, allowed, edition, diags):  # type: ignore[no-untyped-def]
+        real(files, withheld, allowed, edition, diags)
+        if edition == "member":
+            diags.error(Loc("build/member/index.html", 1, 1), "leak.withheld-text", "planted")
+
+    monkeypatch.setattr(build_module, "check_leaks", failing)
+    (sample / "content/site.yaml").write_text(
+        (sample / "content/site.yaml").read_text().replace("title: ", "title: Renamed ", 1))
+    with pytest.raises(ContentError) as info:
+        build(sample, out_dir=out, templates=TEMPLATES)
+    assert [d.message for d in info.value.diagnostics if d.severity == "error"] == ["planted"]
+    assert {e: tree(out / e) for e in ("public", "member")} == before
+    assert sorted(p.name for p in out.iterdir()) == ["member", "public"], "staged folders left"
+
+
+def test_curriculum_jobs_must_be_a_number(sample: Path, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from curriculum.errors import UsageError
+
+    monkeypatch.setenv("CURRICULUM_JOBS", "two")
+    with pytest.raises(UsageError, match="CURRICULUM_JOBS='two' is not a whole number"):
+        build(sample, out_dir=tmp_path / "out", templates=TEMPLATES)

@@ -110,3 +110,48 @@ def epubcheck(books: list[Path]) -> None:
     for run in runs:
         output, _ = run.communicate(timeout=300)
         assert run.returncode == 0 and "ERROR" not in output and "FATAL" not in output, output
+
+
+def _xml_tree(fragment: str) -> str:
+    """A fragment as canonical XML, so that equivalent escapes compare equal."""
+    import xml.etree.ElementTree as ET
+
+    return ET.canonicalize(f"<div>{fragment}</div>")
+
+
+def test_fast_xhtml_matches_the_html_parser_on_rendered_chapters() -> None:
+    from curriculum.epub import _Xhtml, _xhtml_fast
+
+    result = build(SAMPLE, templates=TEMPLATES, write=False)
+    chapters = [c for out in result.outputs.values() for c in out.chapters]
+    assert chapters
+    for c in chapters:
+        fast = _xhtml_fast(c.html, lambda href: "book/" + href)
+        assert fast is not None, c.path  # the renderer's own markup takes the fast path
+        slow = _Xhtml({"link": lambda href: "book/" + href})
+        slow.feed(c.html)
+        assert _xml_tree(fast) == _xml_tree(slow.result()), c.path
+
+
+@pytest.mark.parametrize("fragment", [
+    '<p>a&nbsp;b</p>',                     # an HTML entity XML does not know
+    '<p><input type="checkbox" disabled> done</p>',  # a bare attribute
+    '<p>one<br>two<p>three',               # unclosed elements
+    '<!-- note --><p>x</p>',               # a comment
+])
+def test_fast_xhtml_declines_what_is_not_xml_and_the_fallback_mends_it(fragment: str) -> None:
+    from curriculum.epub import _Xhtml, _xhtml_fast
+
+    assert _xhtml_fast(fragment, lambda href: href) is None
+    slow = _Xhtml({"link": lambda href: href})
+    slow.feed(fragment)
+    _xml_tree(slow.result())  # well-formed: parses without error
+
+
+def test_fast_xhtml_rewrites_links_and_closes_void_elements() -> None:
+    from curriculum.epub import _xhtml_fast
+
+    out = _xhtml_fast('<p><a href="../x/index.html?a=1&amp;b=2">x</a><img src="f.svg" alt="f"></p>',
+                      lambda href: f"[{href}]")
+    assert out == ('<p><a href="[../x/index.html?a=1&amp;b=2]">x</a>'
+                   '<img src="[f.svg]" alt="f" /></p>')

@@ -15,8 +15,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+import multiprocessing
 import os
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -24,14 +26,14 @@ from typing import Any
 
 from curriculum.catalog import Body, Catalog
 from curriculum.check import check_leaks, check_links
-from curriculum.errors import Diagnostics, Loc, UsageError, did_you_mean
+from curriculum.errors import Diagnostic, Diagnostics, Loc, UsageError, did_you_mean
 from curriculum.gating import EditionView, for_edition, public_texts, withheld_texts
 from curriculum.index import add_indexes
 from curriculum.load import RawDoc, load_project
 from curriculum.measure import Measurements, measure
 from curriculum.render import Output, Renderer
 from curriculum.validate import validate
-from curriculum.write import write_tree
+from curriculum.write import discard, stage_tree, swap_in
 
 
 @dataclass
@@ -111,23 +113,114 @@ def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = 
     chosen = chosen_editions(catalog, editions)
 
     date, epoch = build_date()
-    static = static_files(templates)
+    job = _EditionJob(root, templates, catalog, measurements, static_files(templates), date,
+                      epoch, out_dir if write else None, strict)
+    ids = [e.id for e in catalog.site.editions if e.id in chosen]
     result = BuildResult(diags, catalog=catalog)
-    for edition in catalog.site.editions:
-        if edition.id not in chosen:
-            continue
-        view = for_edition(catalog, edition)
-        renderer = Renderer(view, measurements, templates, root, diags, date)
-        out = renderer.render_all()
-        finish_edition(out, view, static, date)
-        check_links(out.files, edition.id, diags)
-        check_leaks(out.files, withheld_texts(catalog, view), public_texts(view), edition.id, diags)
-        result.outputs[edition.id] = out
-    diags.raise_if_failed(strict)
-    if write:
-        for edition_id, out in result.outputs.items():
-            write_tree(out.files, out_dir / edition_id, mtime=epoch)
+    staged: dict[str, Path] = {}
+    try:
+        for edition_id, (out, items, folder) in zip(ids, _run_editions(job, ids), strict=True):
+            diags.extend(items)
+            result.outputs[edition_id] = out
+            if folder is not None:
+                staged[edition_id] = folder
+        diags.raise_if_failed(strict)
+    except BaseException:
+        for folder in staged.values():
+            discard(folder)
+        raise
+    for edition_id, folder in staged.items():
+        swap_in(folder, out_dir / edition_id)
     return result
+
+
+@dataclass
+class _EditionJob:
+    """What every edition's build reads: the checked project and the build's settings."""
+
+    root: Path
+    templates: Path
+    catalog: Catalog
+    measurements: Measurements
+    static: dict[str, bytes]
+    date: str
+    epoch: int | None
+    out_dir: Path | None  # None: render and check, write nothing
+    strict: bool
+
+    def run(self, edition_id: str) -> tuple[Output, list[Diagnostic], Path | None]:
+        """Render, index and check one edition; stage its folder if it passed."""
+        diags = Diagnostics()
+        edition = next(e for e in self.catalog.site.editions if e.id == edition_id)
+        view = for_edition(self.catalog, edition)
+        out = Renderer(view, self.measurements, self.templates, self.root, diags,
+                       self.date).render_all()
+        finish_edition(out, view, self.static, self.date)
+        check_links(out.files, edition.id, diags)
+        check_leaks(out.files, withheld_texts(self.catalog, view), public_texts(view),
+                    edition.id, diags)
+        failed = diags.items if self.strict else diags.errors
+        staged = None
+        if self.out_dir is not None and not failed:
+            staged = stage_tree(out.files, self.out_dir / edition_id, mtime=self.epoch)
+        return out, diags.items, staged
+
+
+_JOB: _EditionJob | None = None  # the job a forked worker inherits
+
+
+def _run_job(edition_id: str) -> tuple[Output, list[Diagnostic], Path | None]:
+    assert _JOB is not None
+    return _JOB.run(edition_id)
+
+
+def build_jobs() -> int:
+    """How many editions to build at once: CURRICULUM_JOBS, else one per CPU core."""
+    raw = os.environ.get("CURRICULUM_JOBS", "")
+    if raw:
+        try:
+            return max(1, int(raw))
+        except ValueError as exc:
+            raise UsageError(f"CURRICULUM_JOBS={raw!r} is not a whole number") from exc
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _run_editions(job: _EditionJob, ids: list[str]
+                  ) -> list[tuple[Output, list[Diagnostic], Path | None]]:
+    """Each edition's build, side by side in forked processes where the system allows.
+
+    Editions share nothing but the checked project, which a forked worker inherits
+    without copying; each sends back its pages and diagnostics. The first edition
+    runs in this process while the workers run the others.
+    """
+    workers = min(len(ids), build_jobs()) - 1
+    if workers < 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return [job.run(e) for e in ids]
+    global _JOB
+    _JOB = job
+    try:
+        with ProcessPoolExecutor(max_workers=workers,
+                                 mp_context=multiprocessing.get_context("fork")) as pool:
+            rest = [pool.submit(_run_job, e) for e in ids[1:]]
+            results: list[tuple[Output, list[Diagnostic], Path | None]] = []
+            failure: BaseException | None = None
+            try:
+                results.append(job.run(ids[0]))
+            except BaseException as exc:
+                failure = exc
+            for future in rest:
+                try:
+                    results.append(future.result())
+                except BaseException as exc:
+                    failure = failure or exc
+    finally:
+        _JOB = None
+    if failure is not None:
+        for _, _, folder in results:  # what the other editions staged will not be swapped in
+            if folder is not None:
+                discard(folder)
+        raise failure
+    return results
 
 
 def chosen_editions(catalog: Catalog, editions: list[str] | None) -> list[str]:

@@ -1,8 +1,10 @@
 """Stage 5, `write`: put an edition on disk all at once.
 
-Files go into a fresh temporary folder beside the target, which then replaces
-the target by renames. A failure before the swap leaves the previous site as
-it was; no file of an earlier build survives in the new one.
+Files go into a fresh temporary folder beside the target (`stage_tree`), which
+then replaces the target by renames (`swap_in`). A failure before the swap
+leaves the previous site as it was; no file of an earlier build survives in the
+new one. Editions built side by side stage their folders first, and are swapped
+in only once every one of them has passed its checks.
 """
 
 from __future__ import annotations
@@ -13,27 +15,52 @@ import tempfile
 from pathlib import Path
 
 
-def write_tree(files: dict[str, bytes], target: Path, mtime: int | None = None) -> None:
-    """Write `files` (relative POSIX path -> bytes) as the folder `target`."""
+def stage_tree(files: dict[str, bytes], target: Path, mtime: int | None = None) -> Path:
+    """Write `files` (relative POSIX path -> bytes) into a new folder beside `target`."""
     target = target.resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
     try:
+        made: set[Path] = {staging}
         for rel_path in sorted(files):
             dest = staging / rel_path
-            dest.parent.mkdir(parents=True, exist_ok=True)
+            if dest.parent not in made:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                made.add(dest.parent)
             dest.write_bytes(files[rel_path])
             if mtime is not None:
                 os.utime(dest, (mtime, mtime))
         staging.chmod(0o755)
-        old = None
+    except BaseException:
+        discard(staging)
+        raise
+    return staging
+
+
+def swap_in(staging: Path, target: Path) -> None:
+    """Replace `target` with the staged folder, by renames."""
+    target = target.resolve()
+    old = None
+    try:
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
             old.rmdir()
             target.rename(old)
         staging.rename(target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        if old is not None and not target.exists():
+            old.rename(target)  # put the previous site back
+        discard(staging)
         raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def discard(staging: Path) -> None:
+    """Remove a staged folder that will not be swapped in."""
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def write_tree(files: dict[str, bytes], target: Path, mtime: int | None = None) -> None:
+    """Write `files` as the folder `target`: stage, then swap in."""
+    swap_in(stage_tree(files, target, mtime), target)
