@@ -16,39 +16,55 @@
 //   that is multiplied by its row's scale and added to the total (4 FMAs a lane a group). The mma
 //   inputs stay exact small integers; every rounding is an fp32 one.
 // - Two chains, not one: each piece's 8 mmas alternate between two partial sums, and the two pieces
-//   of a stage are unrolled (batch 1 and 4), so a warp has independent work while an mma or a load
-//   of x is in flight; with 14 warps an SM there is little else to hide latency behind.
+//   of a stage are unrolled (batch 1 and 4), so a warp has independent work while an mma is in
+//   flight; with 14 warps an SM there is little else to hide latency behind.
+// - At batch 1, x travels with the weights: each stage's 512 bytes of x are copied into the warp's
+//   ring (one 16-byte cp.async.ca a lane) by the stage's own copy group, so they arrive with the
+//   weights, stages ahead, instead of an __ldg issued in the stage that uses them, whose first miss
+//   of every stage waited on the L2. A stage is 256 values of K, four times 01's, so 02 meets four
+//   times as many of these waits a byte. Lanes read x that other lanes copied: two __syncwarp a
+//   stage. Batch 4 and 16 keep the __ldg (4 and 16 times the bytes would not fit 7 blocks an SM).
 // The dequantisation costs ~1 integer operation a value: 235 M values / (132 SMs x 64 integer lanes
 // x 1.98 GHz) = 14 us, half of the 27 us the bytes take, so memory should still bound it (on CUDA
 // cores with fp32 FMAs the same values need ~4 operations each and would meet the memory time).
 //
 // Expected bound: at batch 1, K = 8192, N = 28672 the work model counts 117.4 MB of packed weights
-// + 3.7 MB of scales + x + y = 0.121 GB: 27 us at the ~4.5 TB/s read ceiling (a lead). A lane has
-// 192 B in flight, as in 01. With a quarter of the time, fixed costs weigh four times more: launch
-// and ramp (~3 us), the drain at the end, the scale loads. Expect 75-85% of read (~33 us), about
-// 3.2x faster than torch's bf16 F.linear on the dequantised weights, which moves 4x the bytes.
+// + 3.7 MB of scales + x + y = 0.121 GB: 27 us at the ~4.5 TB/s read ceiling (a lead). With a
+// quarter of 01's time, fixed costs weigh four times more: launch and ramp (~3 us), the drain at
+// the end, the scale loads. Expect 75-85% of read (~33 us), about 3.2x faster than torch's bf16
+// F.linear on the dequantised weights, which moves 4x the bytes.
 //
 // Size constraints: K a multiple of 256 (4 lanes x 2 pieces x 32 values a row a stage; the groups
 // of 128 follow), N a multiple of 32, batch 1..16, every tensor 16-byte aligned.
 
 constexpr int WARPS = 2;    // warps a block; each owns 16 rows, so a block owns 32
 constexpr int PIECES = 2;   // 16-byte pieces a lane copies of each of its 2 rows a stage
-constexpr int STAGES = 4;   // ring depth: the stage in use and 3 in flight
+constexpr int STAGES = 3;   // ring depth: the stage in use and STAGES - 1 in flight
 constexpr int VALUES_PER_PIECE = 32;  // nibbles in 16 bytes
 constexpr int GROUP = 128;            // values sharing one scale along K
 constexpr int ROWS_PER_BLOCK = WARPS * 16;
+constexpr int X_VECTORS = 4 * PIECES * 4;  // 16-byte vectors of x a token a stage (256 values)
+constexpr int X_PITCH = X_VECTORS + 4;     // a slot of the x ring, padded by 64 bytes
 // 1792 warps at N = 28672 should all be resident at once (one wave, no tail): 7 blocks of 2 warps
-// on each of 132 SMs is 1848. The ring (16 KB a block) allows more; registers must fit 14 warps:
-// 4 to a scheduler of 16384 registers, so at most 128 a thread.
+// on each of 132 SMs is 1848. Registers must fit 14 warps: 4 to a scheduler of 16384 registers, so
+// at most 128 a thread.
 constexpr int BLOCKS_PER_SM = 7;
 
 static_assert(sizeof(uint4) * 2 == VALUES_PER_PIECE, "a 16-byte piece is 32 nibbles");
 static_assert(4 * VALUES_PER_PIECE == GROUP, "the 4 lanes of a row cover exactly one group");
-static_assert(WARPS * STAGES * 2 * PIECES * 32 * 16 <= 48 * 1024, "static shared memory limit");
+static_assert(X_VECTORS == 32, "at batch 1, one 16-byte copy a lane carries a stage's x");
+static_assert(BLOCKS_PER_SM * (WARPS * STAGES * (2 * PIECES * 32 + X_PITCH) * 16 + 1024) <= 228 * 1024,
+              "7 blocks' rings, and the 1 KB each block reserves, fit in an SM's shared memory");
 
 __device__ __forceinline__ void copy_async_16(void* smem, const void* gmem) {
     const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(gmem) : "memory");
+}
+
+// x is read by every warp of an SM: kept in L1 (.ca), where the weights bypass it (.cg)
+__device__ __forceinline__ void copy_async_16_l1(void* smem, const void* gmem) {
+    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(gmem) : "memory");
 }
 
 __device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
@@ -95,7 +111,11 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
                                            unsigned short* __restrict__ y, int k, int n) {
     static_assert(BATCH >= 1 && BATCH <= 16, "one or two n8 tiles of batch columns");
     constexpr int NT = (BATCH + 7) / 8;
+    constexpr bool X_IN_RING = BATCH == 1;
     __shared__ uint4 ring[WARPS][STAGES][PIECES][2][32];
+    // a stage's x, vector v = 16p + 4t + i of the stage kept at 16p + 4i + t: for each (p, i) the
+    // 4 lanes of a row read 64 contiguous bytes, so the LDS.128 has no bank conflict
+    __shared__ uint4 xring[WARPS][X_IN_RING ? STAGES : 1][X_PITCH];
 
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
@@ -119,6 +139,9 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
         has_x[nt] = b < BATCH;
         xr[nt] = reinterpret_cast<const uint4*>(x) + static_cast<size_t>(has_x[nt] ? b : 0) * (k / 8) + 4 * t;
     }
+    // batch 1: lane L copies vector L of each stage's x, to where the reads above expect it
+    const uint4* x_copy = reinterpret_cast<const uint4*>(x) + lane;
+    const int x_slot = 16 * (lane >> 4) + 4 * (lane & 3) + ((lane >> 2) & 3);
 
     auto issue = [&](int c, int slot) {
         if (c < kv) {
@@ -127,6 +150,7 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
                 copy_async_16(&ring[warp][slot][p][0][lane], wa + c + 4 * p);
                 copy_async_16(&ring[warp][slot][p][1][lane], wb + c + 4 * p);
             }
+            if constexpr (X_IN_RING) copy_async_16_l1(&xring[warp][slot][x_slot], x_copy + 4 * c);
         }
         commit_copies();
     };
@@ -141,8 +165,10 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
     int slot = 0;
 #pragma unroll 1
     for (int c = 0; c < kv; c += STEP) {
+        if constexpr (X_IN_RING) __syncwarp();  // every lane is done reading the slot refilled next
         issue(c + (STAGES - 1) * STEP, slot == 0 ? STAGES - 1 : slot - 1);
         wait_copies<STAGES - 1>();
+        if constexpr (X_IN_RING) __syncwarp();  // and the x the other lanes copied has landed
         // Both pieces at once where registers allow: two independent chains of mmas and loads for
         // ptxas to interleave. At batch 16 that would hoist every x load of the stage and run out of
         // the 128 registers, so batch 16 walks the pieces one at a time.
@@ -171,7 +197,12 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
                 const unsigned b45 = dequant_pair(b_words[i], 2), b67 = dequant_pair(b_words[i], 3);
 #pragma unroll
                 for (int nt = 0; nt < NT; ++nt) {
-                    const uint4 xv = has_x[nt] ? __ldg(xr[nt] + 4 * (c + 4 * p) + i) : make_uint4(0u, 0u, 0u, 0u);
+                    uint4 xv = make_uint4(0u, 0u, 0u, 0u);
+                    if constexpr (X_IN_RING) {
+                        if (has_x[nt]) xv = xring[warp][slot][16 * p + 4 * i + t];
+                    } else if (has_x[nt]) {
+                        xv = __ldg(xr[nt] + 4 * (c + 4 * p) + i);
+                    }
                     mma_bf16(part[i & 1][nt], a01, b01, a23, b23, xv.x, xv.y);
                     mma_bf16(part[i & 1][nt], a45, b45, a67, b67, xv.z, xv.w);
                 }
