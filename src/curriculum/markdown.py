@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -248,13 +248,24 @@ Renderer = Callable[[list[Token], dict[str, Any]], str]
 @lru_cache(maxsize=4096)
 def highlight(code: str, lang: str) -> str:
     from pygments import highlight as pyg_highlight
-    from pygments.formatters import HtmlFormatter
-    from pygments.lexers import get_lexer_by_name
 
     name = LANGUAGES.get(lang.lower(), "text")
-    lexer = get_lexer_by_name(name, stripnl=False)
-    formatter = HtmlFormatter(cssclass="highlight", wrapcode=True)
-    return f'<div class="code" data-lang="{name}">{pyg_highlight(code, lexer, formatter)}</div>\n'
+    return f'<div class="code" data-lang="{name}">{pyg_highlight(code, _lexer(name), _formatter())}</div>\n'
+
+
+@cache
+def _lexer(name: str) -> Any:
+    from pygments.lexers import get_lexer_by_name
+
+    return get_lexer_by_name(name, stripnl=False)
+
+
+@lru_cache(maxsize=1)
+def _formatter() -> Any:
+    """One formatter for every block: building one builds its whole style sheet."""
+    from pygments.formatters import HtmlFormatter
+
+    return HtmlFormatter(cssclass="highlight", wrapcode=True)
 
 
 def _render_fence(self: Any, tokens: list[Token], idx: int, options: Any, env: dict[str, Any]) -> str:

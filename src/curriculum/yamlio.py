@@ -50,7 +50,13 @@ class _Loader(yaml.SafeLoader):
     """Safe loader used only to compose and to construct scalars."""
 
 
-def _convert(loader: _Loader, node: yaml.Node, path: PathKey, pos: Positions,
+class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The same, composing in libyaml where PyYAML has it. Its error messages say less
+    ("did not find expected ','" without what it found), so a document it refuses is
+    read again by `_Loader` for the message."""
+
+
+def _convert(loader: Any, node: yaml.Node, path: PathKey, pos: Positions,
              diags: Diagnostics) -> Any:
     pos.values[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
     if isinstance(node, yaml.MappingNode):
@@ -92,8 +98,22 @@ def load_yaml(text: str, file: str, diags: Diagnostics, line_offset: int = 0
     `line_offset` shifts reported lines (front matter starts below a `---`).
     Returns `(None, positions)` when the text does not parse.
     """
+    if _FastLoader is not _Loader:
+        found = Diagnostics()
+        try:
+            result = _load(_FastLoader, text, file, found, line_offset, report=False)
+        except yaml.YAMLError:
+            pass  # read again below, for the fuller message
+        else:
+            diags.extend(found.items)
+            return result
+    return _load(_Loader, text, file, diags, line_offset)
+
+
+def _load(loader_class: type[Any], text: str, file: str, diags: Diagnostics, line_offset: int,
+          report: bool = True) -> tuple[Any, Positions]:
     pos = Positions(file=file, line_offset=line_offset)
-    loader = _Loader(text)
+    loader = loader_class(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -104,6 +124,8 @@ def load_yaml(text: str, file: str, diags: Diagnostics, line_offset: int = 0
             return None, pos
         return _convert(loader, node, (), pos, diags), pos
     except yaml.MarkedYAMLError as exc:
+        if not report:
+            raise
         mark = exc.problem_mark or exc.context_mark
         line = (mark.line + 1) if mark else 1
         col = (mark.column + 1) if mark else 1
@@ -111,6 +133,8 @@ def load_yaml(text: str, file: str, diags: Diagnostics, line_offset: int = 0
         diags.error(Loc(file, line + line_offset, col), "yaml.syntax", message or "invalid YAML")
         return None, pos
     except yaml.YAMLError as exc:
+        if not report:
+            raise
         diags.error(Loc(file, 1 + line_offset, 1), "yaml.syntax", str(exc))
         return None, pos
     finally:
