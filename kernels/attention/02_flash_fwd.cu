@@ -2,8 +2,8 @@
 //
 // Idea against 01: never write S. One CTA owns 128 query rows of one (batch, head); its 8 warps own
 // 16 rows each and keep that Q slice in registers as mma fragments for the whole kernel. K and V
-// stream through shared memory in tiles of 64 keys (cp.async, two stages: tile j+1 lands while
-// tile j is multiplied). Per tile a warp computes its 16x64 block of S with 64 mma.sync.m16n8k16
+// stream through shared memory in tiles of 64 keys (cp.async, two stages each; K runs two tiles
+// ahead, V one). Per tile a warp computes its 16x64 block of S with 64 mma.sync.m16n8k16
 // (K read by ldmatrix without transpose: K rows are exactly the "col" B operand), updates the
 // online softmax in the log2 domain (running max m and sum l per row, the output rescaled by
 // 2^(m_old - m_new)), then reuses the score accumulators as the A operand of P V: the m16n8
@@ -11,6 +11,11 @@
 // to bf16 registers with no shared memory trip (64 more mma, V through ldmatrix.trans). Tiles are
 // stored with each 16-byte chunk at chunk ^ (row % 8), so the 8 rows one ldmatrix reads sit in 8
 // different bank groups. fp32 accumulation throughout; P is rounded to bf16 for the PV product.
+// The loop is software-pipelined by one stage: step j runs the softmax of tile j, then Q K^T of
+// tile j + 1, then P V of tile j, in one basic block, so the compiler interleaves the exp2 and
+// shuffles of one tile with the mma and ldmatrix of the next (the barrier at the top of each
+// tile keeps all warps in the same phase, so without this no warp has an mma to issue while the
+// softmax runs). The cost: the next tile's scores live beside P, 247 registers instead of 215.
 //
 // Expected bound (estimate), headline B = 8, H = 16, S = 4096, D = 128 on an H200: 4*B*H*S^2*D =
 // 1.10 TFLOP, 1.4 ms at the ~800 TFLOP/s bf16 GEMM ceiling measured on this card; the minimum bytes
@@ -20,9 +25,10 @@
 // tile from shared memory: 8 warps x 32 KB = 256 KB of ldmatrix traffic for 2 MFLOP, 8 FLOP per
 // shared byte, at 128 B/clock/SM about 1000 FLOP/clock against ~4000 for dense bf16 on the tensor
 // cores, i.e. shared-memory bandwidth caps it near a quarter to half of peak once the mma and
-// ldmatrix issue overlap; (3) 32 exp2 per thread per tile on the 16-lane/clock MUFU pipe, and one
-// barrier per tile. Expect 250-330 TFLOP/s (3.3-4.4 ms), about 60-90% of SDPA if SDPA runs
-// FlashAttention-2 (~350-400 TFLOP/s), less if it dispatches to a Hopper-specific kernel.
+// ldmatrix issue overlap; (3) 32 exp2 per thread per tile on the 16-lane/clock MUFU pipe (about
+// 15% of a tile with the tensor pipe idle before the pipelining, some of it hidden after), and one
+// barrier per tile. Expect 250-370 TFLOP/s (3.0-4.4 ms), about 60-90% of SDPA if SDPA runs
+// FlashAttention-2 (~350-400 TFLOP/s), about half if it dispatches to a Hopper-specific kernel.
 //
 // Size constraints: D = 128 exactly; S a multiple of 128 (BM) and so of 64 (BN): full tiles, no
 // masking; non-causal; Q, K, V, O contiguous [B, H, S, D] bf16 carried as 16-bit words;
@@ -102,6 +108,96 @@ __device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
     return r;
 }
 
+// The warp's 16x64 block of S = Q K^T for the K tile at shared address kst. K is [key][d] in shared
+// memory, which is the "col" B layout (k = d pairs per register); matrices of one ldmatrix.x4:
+// (keys 0-7, d 0-7), (keys 0-7, d 8-15), (keys 8-15, d 0-7), (keys 8-15, d 8-15).
+__device__ __forceinline__ void scores(float (&s)[NTILES_S][4], const unsigned (&qf)[KSTEPS_D][4],
+                                       unsigned kst, int quad, int rr) {
+#pragma unroll
+    for (int i = 0; i < NTILES_S; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS_D; ++kk) {
+#pragma unroll
+        for (int np = 0; np < NTILES_S / 2; ++np) {
+            unsigned kf[4];
+            const int row = np * 16 + (quad >> 1) * 8 + rr;
+            const int chunk = (kk * 2 + (quad & 1)) ^ rr;
+            ldmatrix_x4(kf, kst + 2 * (row * D + chunk * 8));
+            mma_16816(s[2 * np], qf[kk], kf[0], kf[1]);
+            mma_16816(s[2 * np + 1], qf[kk], kf[2], kf[3]);
+        }
+    }
+}
+
+// Online softmax of one tile's scores. Accumulator layout: s[n][0..1] are row g, columns 2t and
+// 2t + 1 of n-tile n (t = lane % 4); s[n][2..3] the same columns of row g + 8. A row's 64 values
+// are spread over the 4 lanes of a quad, so row reductions finish with two xor shuffles. The
+// running max m is in log2 units; l is this lane's partial row sum, reduced at the end. P =
+// 2^(s * scale - m) is packed to bf16 as the A fragments of P V (k-step kk covers keys 16 kk ..
+// 16 kk + 15 = n-tiles 2 kk and 2 kk + 1 of S), and O is rescaled by 2^(m_old - m_new).
+__device__ __forceinline__ void softmax_tile(const float (&s)[NTILES_S][4], unsigned (&pf)[KSTEPS_N][4],
+                                             float (&o)[NTILES_O][4], float& m_lo, float& m_hi,
+                                             float& l_lo, float& l_hi, float scale_log2) {
+    float mx_lo = s[0][0], mx_hi = s[0][2];
+#pragma unroll
+    for (int n = 0; n < NTILES_S; ++n) {
+        mx_lo = fmaxf(mx_lo, fmaxf(s[n][0], s[n][1]));
+        mx_hi = fmaxf(mx_hi, fmaxf(s[n][2], s[n][3]));
+    }
+#pragma unroll
+    for (int off = 1; off < 4; off <<= 1) {
+        mx_lo = fmaxf(mx_lo, __shfl_xor_sync(0xffffffffu, mx_lo, off));
+        mx_hi = fmaxf(mx_hi, __shfl_xor_sync(0xffffffffu, mx_hi, off));
+    }
+    const float new_lo = fmaxf(m_lo, mx_lo * scale_log2);
+    const float new_hi = fmaxf(m_hi, mx_hi * scale_log2);
+    const float alpha_lo = fast_exp2(m_lo - new_lo);  // 0 on the first tile (m = -inf)
+    const float alpha_hi = fast_exp2(m_hi - new_hi);
+    m_lo = new_lo;
+    m_hi = new_hi;
+
+    float sum_lo = 0.0f, sum_hi = 0.0f;
+#pragma unroll
+    for (int n = 0; n < NTILES_S; ++n) {
+        const float p0 = fast_exp2(fmaf(s[n][0], scale_log2, -new_lo));
+        const float p1 = fast_exp2(fmaf(s[n][1], scale_log2, -new_lo));
+        const float p2 = fast_exp2(fmaf(s[n][2], scale_log2, -new_hi));
+        const float p3 = fast_exp2(fmaf(s[n][3], scale_log2, -new_hi));
+        sum_lo += p0 + p1;
+        sum_hi += p2 + p3;
+        pf[n / 2][(n % 2) * 2] = pack_bf16(p0, p1);
+        pf[n / 2][(n % 2) * 2 + 1] = pack_bf16(p2, p3);
+    }
+    l_lo = l_lo * alpha_lo + sum_lo;
+    l_hi = l_hi * alpha_hi + sum_hi;
+#pragma unroll
+    for (int i = 0; i < NTILES_O; ++i) {
+        o[i][0] *= alpha_lo;
+        o[i][1] *= alpha_lo;
+        o[i][2] *= alpha_hi;
+        o[i][3] *= alpha_hi;
+    }
+}
+
+// O += P V for the V tile at shared address vst. V is [key][d]: the row-major B operand, read
+// transposed; matrices of one ldmatrix.x4.trans: (keys 0-7, d 0-7), (keys 8-15, d 0-7), (keys 0-7,
+// d 8-15), (keys 8-15, d 8-15).
+__device__ __forceinline__ void accumulate_pv(float (&o)[NTILES_O][4], const unsigned (&pf)[KSTEPS_N][4],
+                                              unsigned vst, int quad, int rr) {
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS_N; ++kk) {
+#pragma unroll
+        for (int dp = 0; dp < NTILES_O / 2; ++dp) {
+            unsigned vf[4];
+            const int row = kk * 16 + (quad & 1) * 8 + rr;
+            const int chunk = (dp * 2 + (quad >> 1)) ^ rr;
+            ldmatrix_x4_trans(vf, vst + 2 * (row * D + chunk * 8));
+            mma_16816(o[2 * dp], pf[kk], vf[0], vf[1]);
+            mma_16816(o[2 * dp + 1], pf[kk], vf[2], vf[3]);
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 flash_fwd(const unsigned short* __restrict__ Q, const unsigned short* __restrict__ K,
           const unsigned short* __restrict__ V, unsigned short* __restrict__ O, int S,
@@ -127,23 +223,24 @@ flash_fwd(const unsigned short* __restrict__ Q, const unsigned short* __restrict
     const int cp_src = cp_row * D + cp_chunk * 8;
     const int cp_dst = cp_row * D + ((cp_chunk ^ (cp_row % 8)) * 8);
 
+    auto load_tile = [&](unsigned base, int stage, const unsigned short* src, int tile) {
+        const unsigned short* from = src + static_cast<size_t>(tile) * BN * D + cp_src;
+        const unsigned dst = base + 2 * (stage * KV_TILE + cp_dst);
+#pragma unroll
+        for (int r = 0; r < BN; r += ROW_STEP) cp_async_16(dst + 2 * r * D, from + r * D);
+    };
+
+    // Tile j's K sits in stage j % 2 of ks, its V in stage j % 2 of vs. Loads run one tile ahead
+    // for V and two for K: the loop step for tile j multiplies K of tile j + 1 while V of tile j
+    // is in use. Group 1: Q and K 0; group 2: V 0 and K 1 (S >= 128, so there are two tiles).
 #pragma unroll
     for (int r = 0; r < BM; r += ROW_STEP) cp_async_16(qs + 2 * (cp_dst + r * D), Qb + cp_src + r * D);
-
-    auto load_kv = [&](int stage, int tile) {
-        const unsigned short* kt = Kh + static_cast<size_t>(tile) * BN * D;
-        const unsigned short* vt = Vh + static_cast<size_t>(tile) * BN * D;
-        const unsigned k_dst = ks + 2 * (stage * KV_TILE + cp_dst);
-        const unsigned v_dst = vs + 2 * (stage * KV_TILE + cp_dst);
-#pragma unroll
-        for (int r = 0; r < BN; r += ROW_STEP) {
-            cp_async_16(k_dst + 2 * r * D, kt + cp_src + r * D);
-            cp_async_16(v_dst + 2 * r * D, vt + cp_src + r * D);
-        }
-    };
-    load_kv(0, 0);
+    load_tile(ks, 0, Kh, 0);
     cp_async_commit();
-    cp_async_wait_all();
+    load_tile(vs, 0, Vh, 0);
+    load_tile(ks, 1, Kh, 1);
+    cp_async_commit();
+    asm volatile("cp.async.wait_group 1;\n" ::: "memory");  // group 1 has landed
     __syncthreads();
 
     // ldmatrix addressing: lane l gives row l % 8 of 8x8 matrix l / 8 = quad. Every row touched
@@ -167,98 +264,29 @@ flash_fwd(const unsigned short* __restrict__ Q, const unsigned short* __restrict
     float m_lo = __int_as_float(0xff800000u), m_hi = m_lo;
     float l_lo = 0.0f, l_hi = 0.0f;
 
+    float s[NTILES_S][4];
+    scores(s, qf, ks, quad, rr);  // tile 0
+
+    // Step j: the softmax of tile j and the Q K^T of tile j + 1 do not depend on each other, so the
+    // compiler can interleave the exp2 and shuffles of one with the mma and ldmatrix of the other
+    // inside one basic block; then P V of tile j. The last tile has no next Q K^T and is peeled.
     const int tiles = S / BN;
-    for (int j = 0; j < tiles; ++j) {
-        cp_async_wait_all();  // this thread's copies of tile j have landed
-        __syncthreads();      // everyone's have, and every warp is done with tile j - 1
-        if (j + 1 < tiles) load_kv((j + 1) % STAGES, j + 1);  // into tile j - 1's stage
+    unsigned pf[KSTEPS_N][4];
+    for (int j = 0; j + 1 < tiles; ++j) {
+        cp_async_wait_all();  // V of tile j and K of tile j + 1 have landed (this thread's part)
+        __syncthreads();      // everyone's have; everyone is done with K of j and V of j - 1
+        load_tile(vs, (j + 1) % STAGES, Vh, j + 1);               // into V of j - 1's stage
+        if (j + 2 < tiles) load_tile(ks, j % STAGES, Kh, j + 2);  // into K of j's stage
         cp_async_commit();
 
-        const unsigned kst = ks + 2 * ((j % STAGES) * KV_TILE);
-        const unsigned vst = vs + 2 * ((j % STAGES) * KV_TILE);
-
-        // S = Q K^T for the warp's 16 rows and the tile's 64 keys. K is [key][d] in shared memory,
-        // which is the "col" B layout (k = d pairs per register); matrices of one ldmatrix.x4:
-        // (keys 0-7, d 0-7), (keys 0-7, d 8-15), (keys 8-15, d 0-7), (keys 8-15, d 8-15).
-        float s[NTILES_S][4];
-#pragma unroll
-        for (int i = 0; i < NTILES_S; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < KSTEPS_D; ++kk) {
-#pragma unroll
-            for (int np = 0; np < NTILES_S / 2; ++np) {
-                unsigned kf[4];
-                const int row = np * 16 + (quad >> 1) * 8 + rr;
-                const int chunk = (kk * 2 + (quad & 1)) ^ rr;
-                ldmatrix_x4(kf, kst + 2 * (row * D + chunk * 8));
-                mma_16816(s[2 * np], qf[kk], kf[0], kf[1]);
-                mma_16816(s[2 * np + 1], qf[kk], kf[2], kf[3]);
-            }
-        }
-
-        // Online softmax. Accumulator layout: s[n][0..1] are row g, columns 2t and 2t + 1 of n-tile
-        // n (t = lane % 4); s[n][2..3] the same columns of row g + 8. A row's 64 values are spread
-        // over the 4 lanes of a quad, so row reductions finish with two xor shuffles.
-        float mx_lo = s[0][0], mx_hi = s[0][2];
-#pragma unroll
-        for (int n = 0; n < NTILES_S; ++n) {
-            mx_lo = fmaxf(mx_lo, fmaxf(s[n][0], s[n][1]));
-            mx_hi = fmaxf(mx_hi, fmaxf(s[n][2], s[n][3]));
-        }
-#pragma unroll
-        for (int off = 1; off < 4; off <<= 1) {
-            mx_lo = fmaxf(mx_lo, __shfl_xor_sync(0xffffffffu, mx_lo, off));
-            mx_hi = fmaxf(mx_hi, __shfl_xor_sync(0xffffffffu, mx_hi, off));
-        }
-        const float new_lo = fmaxf(m_lo, mx_lo * scale_log2);
-        const float new_hi = fmaxf(m_hi, mx_hi * scale_log2);
-        const float alpha_lo = fast_exp2(m_lo - new_lo);  // 0 on the first tile (m = -inf)
-        const float alpha_hi = fast_exp2(m_hi - new_hi);
-        m_lo = new_lo;
-        m_hi = new_hi;
-
-        // P = 2^(s * scale - m), summed in fp32 and packed to bf16 as the A fragments of P V:
-        // k-step kk of P V covers keys 16 kk .. 16 kk + 15 = n-tiles 2 kk and 2 kk + 1 of S.
-        unsigned pf[KSTEPS_N][4];
-        float sum_lo = 0.0f, sum_hi = 0.0f;
-#pragma unroll
-        for (int n = 0; n < NTILES_S; ++n) {
-            const float p0 = fast_exp2(fmaf(s[n][0], scale_log2, -new_lo));
-            const float p1 = fast_exp2(fmaf(s[n][1], scale_log2, -new_lo));
-            const float p2 = fast_exp2(fmaf(s[n][2], scale_log2, -new_hi));
-            const float p3 = fast_exp2(fmaf(s[n][3], scale_log2, -new_hi));
-            sum_lo += p0 + p1;
-            sum_hi += p2 + p3;
-            pf[n / 2][(n % 2) * 2] = pack_bf16(p0, p1);
-            pf[n / 2][(n % 2) * 2 + 1] = pack_bf16(p2, p3);
-        }
-        l_lo = l_lo * alpha_lo + sum_lo;  // partial: this lane's columns only, reduced at the end
-        l_hi = l_hi * alpha_hi + sum_hi;
-#pragma unroll
-        for (int i = 0; i < NTILES_O; ++i) {
-            o[i][0] *= alpha_lo;
-            o[i][1] *= alpha_lo;
-            o[i][2] *= alpha_hi;
-            o[i][3] *= alpha_hi;
-        }
-
-        // O += P V. V is [key][d]: the row-major B operand, read transposed; matrices of one
-        // ldmatrix.x4.trans: (keys 0-7, d 0-7), (keys 8-15, d 0-7), (keys 0-7, d 8-15), (keys 8-15,
-        // d 8-15).
-#pragma unroll
-        for (int kk = 0; kk < KSTEPS_N; ++kk) {
-#pragma unroll
-            for (int dp = 0; dp < NTILES_O / 2; ++dp) {
-                unsigned vf[4];
-                const int row = kk * 16 + (quad & 1) * 8 + rr;
-                const int chunk = (dp * 2 + (quad >> 1)) ^ rr;
-                ldmatrix_x4_trans(vf, vst + 2 * (row * D + chunk * 8));
-                mma_16816(o[2 * dp], pf[kk], vf[0], vf[1]);
-                mma_16816(o[2 * dp + 1], pf[kk], vf[2], vf[3]);
-            }
-        }
+        softmax_tile(s, pf, o, m_lo, m_hi, l_lo, l_hi, scale_log2);
+        scores(s, qf, ks + 2 * (((j + 1) % STAGES) * KV_TILE), quad, rr);
+        accumulate_pv(o, pf, vs + 2 * ((j % STAGES) * KV_TILE), quad, rr);
     }
     cp_async_wait_all();
+    __syncthreads();
+    softmax_tile(s, pf, o, m_lo, m_hi, l_lo, l_hi, scale_log2);
+    accumulate_pv(o, pf, vs + 2 * (((tiles - 1) % STAGES) * KV_TILE), quad, rr);
 
 #pragma unroll
     for (int off = 1; off < 4; off <<= 1) {

@@ -1,30 +1,43 @@
-// 04 split-KV: Flash-Decoding, the context split over many CTAs, then a log-sum-exp merge launch
+// 04 split-KV: Flash-Decoding, the context split over many CTAs, merged by the last CTA to finish
 //
 // Idea against 03: 03 had B * Hkv = 8 CTAs for a 132-SM chip. Here the context is also cut into
 // `splits` ranges of `tokens_per_split` tokens, and CTA (split, hk, b) runs 03's loop over its
-// range only, so the grid is splits * Hkv * B CTAs. Each CTA merges its 16 half-warp states as
-// before but stops short of normalising: it writes a partial state per query head, (m, l, acc):
-// m the max score of its range (log2 units), l = sum 2^(s - m), acc = sum 2^(s - m) v (fp32, D
-// values). A second, small launch (one CTA of D threads per query head) merges the splits with
-// the same rule, M = max m_i, out = sum 2^(m_i - M) acc_i / sum 2^(m_i - M) l_i, and writes bf16.
+// range only, so the grid is splits * Hkv * B CTAs; each CTA serves all G = 4 query heads of its
+// KV head, so every K and V row is read once. Each CTA merges its 16 half-warp states as 03 does
+// but stops short of normalising: it writes a partial state per query head, (m, l, acc): m the max
+// score of its range (log2 units), l = sum 2^(s - m), acc = sum 2^(s - m) v (fp32, D values).
+// The splits are merged with the same rule, M = max m_i, out = sum 2^(m_i - M) acc_i /
+// sum 2^(m_i - M) l_i, by whichever CTA of a (b, hk) group finishes last: after a barrier, one
+// thread of each CTA adds one to a per-group counter in device memory with an acquire-release
+// atomic (which publishes the CTA's partial stores); the CTA that draws ticket splits - 1 reads
+// the group's partials back from the L2 (the accumulator loads issued before the weights are
+// known, so the whole merge is about one L2 round trip), writes the bf16 output and puts the
+// counter back to zero for the next launch. One launch, not two: the gap between two dependent
+// launches and the second launch's start leave the critical path.
+// Inside a warp's loop the first K and V loads are issued before q is read, and each iteration
+// issues the next K loads as soon as this one's scores are formed, so K is in flight during the
+// softmax and the P V update.
 // The launcher picks tokens_per_split so that the grid is about two CTAs per SM: at T = 32768,
 // 32 splits of 1024 tokens = 256 CTAs, one wave at two resident CTAs per SM; at T = 1024, 16
 // splits of 64 tokens = 128 CTAs.
 //
 // Expected bound (estimate), headline B = 1, 32 query / 8 KV heads, D = 128, T = 32768 on an
-// H200: bytes = K + V read once = 134 MB (+ q and output), 31.5 us at the ~4.26 TB/s copy ceiling
-// measured on this card. The partial states add 32 splits x 32 heads x 520 B = 0.53 MB written and
-// read back, 0.8% of the bytes, plus the second launch on the critical path: its start (~2 us)
-// and three rounds of L2 loads, each issued whole (the (m, l) pairs, then the accumulators 16
-// splits at a time), ~1-2 us. The arithmetic per SM is ~115 k warp-instructions (2 CTAs x 128
-// warp iterations x ~450, the loop of 03), about 19 us at ~3 instructions a clock: below the
-// memory time, but not by much, so issue rate is the thing to watch. Expect ~36 us (85-90% of the
-// floor) at 32K; at T = 1024 the 4 MB read takes ~1 us and the two launches' latency dominates:
-// ~6 us, against ~17 us for 03.
+// H200: bytes = K + V read once = 134 MB (+ q and output), 31.3 us at the ~4.29 TB/s copy ceiling
+// measured on this card (29.8 us at the ~4.5 TB/s read ceiling, which a pure read stream can
+// reach). The partial states add 32 splits x 32 heads x 520 B = 0.53 MB written and read back,
+// 0.4% of the bytes. The arithmetic per SM is ~115 k warp-instructions (2 CTAs x 128 warp
+// iterations x ~450), about 19 us at ~3 instructions a clock: below the memory time. What is left
+// is a fixed cost per call: ~5 us that any streaming kernel timed after an L2 flush pays (launch,
+// first DRAM and TLB misses, drain), plus this kernel's tail (the last iteration's arithmetic,
+// the CTA merge, the partial stores, the ticket, the last CTA's merge: ~1 L2 round trip each),
+// ~8 us in all (estimate): ~38 us at 32K, 81-84% of the floor. At T = 1024 the 4 MB read takes
+// ~1 us and the fixed cost dominates: ~8 us, against ~21 us for 03.
 //
 // Size constraints: as 03 (D = 128, G = 4, T a multiple of 64); tokens_per_split a multiple of 64;
-// splits = ceil(T / tokens_per_split) <= 256 (MAX_SPLITS), every split non-empty; the partial
-// buffers hold B * Hq * splits states of D + 2 floats; values finite.
+// splits = ceil(T / tokens_per_split) <= 256 (MAX_SPLITS), every split non-empty; B * Hkv <=
+// 4096 (MAX_GROUPS counters); the partial buffers hold B * Hq * splits states of D + 2 floats;
+// values finite. Launches of this kernel must not overlap (they share the counters), and a launch
+// that is cut short leaves its counters non-zero.
 
 constexpr int D = 128;
 constexpr int G = 4;                                   // query heads per KV head
@@ -36,15 +49,21 @@ constexpr int UNROLL = 4;                              // K (and V) loads in fli
 constexpr int WARP_TOKENS = TOKENS_PER_LOAD * UNROLL;  // tokens a warp takes per iteration
 constexpr int CTA_TOKENS = WARPS * WARP_TOKENS;        // T and tokens_per_split multiples of this
 constexpr int STATES = WARPS * TOKENS_PER_LOAD;        // independent softmax states per CTA
+constexpr int MAX_SPLITS = 256;                        // the launcher keeps splits <= this
+constexpr int MAX_GROUPS = 4096;                       // the launcher keeps B * Hkv <= this
+constexpr int MERGE_CHUNK = 32;                        // splits whose accumulators load at once
 
 static_assert(D == 128 && LANES_PER_TOKEN == 16,
               "a half-warp holds one 256-byte row; the xor shuffles 8, 4, 2, 1 stay inside it");
-static_assert(G * D % THREADS == 0, "the CTA merge gives every thread the same number of outputs");
+static_assert(G * D == 2 * THREADS, "the last CTA's merge gives each thread two adjacent outputs");
+static_assert(2 * WARPS == 4 * G, "two warps a query head compute the merge weights");
 static_assert(CTA_TOKENS == 64, "the launcher checks T % 64 == 0 and tokens_per_split % 64 == 0");
-static_assert(STATES * G * D * 4 <= 40 * 1024, "the merge scratch stays under the 48 KB static limit");
-constexpr int MAX_SPLITS = 256;                        // the launcher keeps splits <= this
-constexpr int MERGE_WARPS = D / 32;
-static_assert(MAX_SPLITS % D == 0, "each merge thread holds MAX_SPLITS / D (m, l) pairs");
+static_assert(MAX_SPLITS % 32 == 0, "each lane of a weight warp holds MAX_SPLITS / 32 (m, l) pairs");
+static_assert((STATES * G * (D + 2) + G * MAX_SPLITS) * 4 <= 40 * 1024,
+              "the shared scratch stays under the 48 KB static limit");
+
+// One ticket counter per (b, hk) group; zero at module load and put back to zero by the last CTA.
+__device__ unsigned int group_tickets[MAX_GROUPS] = {};
 
 __device__ __forceinline__ float fast_exp2(float x) {  // exp2(-inf) = 0
     float y;
@@ -68,25 +87,134 @@ __device__ __forceinline__ void widen(const uint4& w, float (&f)[8]) {
     }
 }
 
+// The lane's chunks of the UNROLL rows a half-warp takes in the warp iteration starting at token t.
+__device__ __forceinline__ void load_rows(uint4 (&r)[UNROLL], const unsigned short* head, int t,
+                                          int half) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+        const size_t row = static_cast<size_t>(t + u * TOKENS_PER_LOAD + half) * D;
+        r[u] = __ldg(reinterpret_cast<const uint4*>(head + row));
+    }
+}
+
+// Adds one to a ticket counter with acquire-release semantics at GPU scope; returns the old value.
+__device__ __forceinline__ unsigned take_ticket(unsigned* counter) {
+    unsigned old;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;\n"
+                 : "=r"(old)
+                 : "l"(counter)
+                 : "memory");
+    return old;
+}
+
+// The merge of one group's splits, run by the CTA that drew the last ticket (all its threads).
+// Out of line, so that the compiler allocates its registers apart from the main loop's: inlined,
+// the main loop of 05 spilled.
+__device__ __noinline__ void merge_splits(const float* __restrict__ part_m,
+                                          const float* __restrict__ part_l,
+                                          const float* __restrict__ part_acc,
+                                          unsigned short* __restrict__ out,
+                                          float (*weight)[MAX_SPLITS], int q_row, int splits) {
+    // Thread (h, d2) owns dimensions 2 d2 and 2 d2 + 1 of query head h. Its accumulator loads (up
+    // to MERGE_CHUNK splits) go out first, before the weights are known, so they, the (m, l) loads
+    // and the weight arithmetic share one L2 round trip. The partials were written by other CTAs
+    // during this launch: __ldcg reads them from the L2, never from L1.
+    const int h = threadIdx.x / (D / 2), d2 = threadIdx.x % (D / 2);
+    const float2* acc_src =
+        reinterpret_cast<const float2*>(part_acc + static_cast<size_t>(q_row + h) * splits * D) + d2;
+    float2 a[MERGE_CHUNK];
+#pragma unroll
+    for (int i = 0; i < MERGE_CHUNK; ++i) {
+        if (i < splits) a[i] = __ldcg(acc_src + static_cast<size_t>(i) * (D / 2));
+    }
+
+    // Weights 2^(m_i - M) / L of every split; warps 2h and 2h + 1 both reduce head h, the first
+    // of them stores the weights.
+    {
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, wh = warp / 2;
+        const float* pm = part_m + static_cast<size_t>(q_row + wh) * splits;
+        const float* pl = part_l + static_cast<size_t>(q_row + wh) * splits;
+        float wm[MAX_SPLITS / 32], wl[MAX_SPLITS / 32];
+        float big = __int_as_float(0xff800000u);
+#pragma unroll
+        for (int r = 0; r < MAX_SPLITS / 32; ++r) {
+            const int i = lane + 32 * r;
+            wm[r] = i < splits ? __ldcg(pm + i) : __int_as_float(0xff800000u);
+            wl[r] = i < splits ? __ldcg(pl + i) : 0.0f;
+            big = fmaxf(big, wm[r]);
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, off));
+        float sum = 0.0f;
+#pragma unroll
+        for (int r = 0; r < MAX_SPLITS / 32; ++r) {
+            wm[r] = fast_exp2(wm[r] - big);  // 0 for the padding (m = -inf)
+            sum = fmaf(wm[r], wl[r], sum);
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        const float inv = 1.0f / sum;
+        if (warp % 2 == 0) {
+#pragma unroll
+            for (int r = 0; r < MAX_SPLITS / 32; ++r) {
+                if (lane + 32 * r < splits) weight[wh][lane + 32 * r] = wm[r] * inv;
+            }
+        }
+    }
+    __syncthreads();
+
+    float2 val = make_float2(0.0f, 0.0f);
+    for (int base = 0; base < splits; base += MERGE_CHUNK) {
+        if (base > 0) {  // more than MERGE_CHUNK splits (contexts over 32 K tokens)
+#pragma unroll
+            for (int i = 0; i < MERGE_CHUNK; ++i) {
+                if (base + i < splits) {
+                    a[i] = __ldcg(acc_src + static_cast<size_t>(base + i) * (D / 2));
+                }
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < MERGE_CHUNK; ++i) {
+            if (base + i < splits) {
+                const float w = weight[h][base + i];
+                val.x = fmaf(w, a[i].x, val.x);
+                val.y = fmaf(w, a[i].y, val.y);
+            }
+        }
+    }
+    const unsigned packed = to_bf16(val.x) | (static_cast<unsigned>(to_bf16(val.y)) << 16);
+    reinterpret_cast<unsigned*>(out + static_cast<size_t>(q_row + h) * D)[d2] = packed;
+}
+
 // Grid (splits, Hkv, B). Partial state p = (b * Hq + query head) * splits + split.
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
 split_kv(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k,
          const unsigned short* __restrict__ v, float* __restrict__ part_m,
-         float* __restrict__ part_l, float* __restrict__ part_acc, int T, int tokens_per_split,
-         float scale_log2) {
+         float* __restrict__ part_l, float* __restrict__ part_acc, unsigned short* __restrict__ out,
+         int T, int tokens_per_split, float scale_log2) {
     __shared__ float red_m[STATES][G];
     __shared__ float red_l[STATES][G];
     __shared__ __align__(16) float red_acc[STATES][G][D];
+    __shared__ float weight[G][MAX_SPLITS];
+    __shared__ unsigned int ticket;
 
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int half = lane / LANES_PER_TOKEN, c = lane % LANES_PER_TOKEN;
     const int split = blockIdx.x, splits = gridDim.x;
     const int hk = blockIdx.y, kv_heads = gridDim.y, b = blockIdx.z;
-    const int q_row = b * kv_heads * G + hk * G;  // first of the G query heads of this KV head
+    const int group = b * kv_heads + hk;
+    const int q_row = group * G;  // b * Hq + the first of the G query heads of this KV head
     const int t_begin = split * tokens_per_split;
     const int t_end = min(T, t_begin + tokens_per_split);
-    const unsigned short* kh = k + static_cast<size_t>(b * kv_heads + hk) * T * D + c * 8;
-    const unsigned short* vh = v + static_cast<size_t>(b * kv_heads + hk) * T * D + c * 8;
+    const unsigned short* kh = k + static_cast<size_t>(group) * T * D + c * 8;
+    const unsigned short* vh = v + static_cast<size_t>(group) * T * D + c * 8;
+
+    // The range is a non-empty multiple of CTA_TOKENS, so every warp has at least one iteration;
+    // its first loads go out before q is read, so the two latencies overlap.
+    int t = t_begin + warp * WARP_TOKENS;
+    uint4 kr[UNROLL], vr[UNROLL];
+    load_rows(kr, kh, t, half);
+    load_rows(vr, vh, t, half);
 
     float qf[G][8];
 #pragma unroll
@@ -106,14 +234,7 @@ split_kv(const unsigned short* __restrict__ q, const unsigned short* __restrict_
     }
     const int half_base = half * LANES_PER_TOKEN;  // lane 0 of this half-warp
 
-    for (int t = t_begin + warp * WARP_TOKENS; t < t_end; t += CTA_TOKENS) {
-        uint4 kr[UNROLL], vr[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const size_t row = static_cast<size_t>(t + u * TOKENS_PER_LOAD + half) * D;
-            kr[u] = __ldg(reinterpret_cast<const uint4*>(kh + row));
-            vr[u] = __ldg(reinterpret_cast<const uint4*>(vh + row));
-        }
+    while (true) {
         float s[UNROLL * G];  // partial dot products over this lane's 8 dims, index u * G + h
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
@@ -127,6 +248,11 @@ split_kv(const unsigned short* __restrict__ q, const unsigned short* __restrict_
                 s[u * G + h] = dot;
             }
         }
+        // kr is free: the next iteration's K loads fly during this one's softmax and P V.
+        const int t_next = t + CTA_TOKENS;
+        const bool more = t_next < t_end;
+        if (more) load_rows(kr, kh, t_next, half);
+
         // Transposing reduction over the half-warp: at each xor step a lane keeps half of its
         // values and sends the other half, so 16 sums take 8 + 4 + 2 + 1 = 15 shuffles, not 64.
         // Lane c ends with the whole score of token u = c / 4 for head c % 4.
@@ -178,9 +304,12 @@ split_kv(const unsigned short* __restrict__ q, const unsigned short* __restrict_
                 for (int j = 0; j < 8; ++j) acc[h][j] = fmaf(pu, vf[j], acc[h][j]);
             }
         }
+        if (!more) break;
+        load_rows(vr, vh, t_next, half);
+        t = t_next;
     }
 
-    // Merge the CTA's 16 half-warp states; keep the result unnormalised for the second launch.
+    // Merge the CTA's 16 half-warp states; keep the result unnormalised for the split merge.
     const int state = warp * TOKENS_PER_LOAD + half;
     if (c < G) {  // lane c holds head c's state (c % 4 == c)
         red_m[state][c] = m;
@@ -212,61 +341,15 @@ split_kv(const unsigned short* __restrict__ q, const unsigned short* __restrict_
         }
         part_acc[p * D + d] = val;
     }
-}
 
-// Grid (Hq, B), one thread per output dimension: the splits of one query head merged. Every load
-// of a round is issued before any is used (the partials were just written, so they come from the
-// L2): the (m, l) pairs one per thread, then the weights 2^(m_i - M) / L through shared memory,
-// then the accumulators 16 splits at a time.
-extern "C" __global__ void __launch_bounds__(D)
-split_kv_merge(const float* __restrict__ part_m, const float* __restrict__ part_l,
-               const float* __restrict__ part_acc, unsigned short* __restrict__ out, int splits) {
-    __shared__ float weight[MAX_SPLITS];
-    __shared__ float scratch[MERGE_WARPS];
-    const int row = blockIdx.y * gridDim.x + blockIdx.x;  // b * Hq + query head
-    const int d = threadIdx.x, lane = d % 32, warp = d / 32;
-    const float* pm = part_m + static_cast<size_t>(row) * splits;
-    const float* pl = part_l + static_cast<size_t>(row) * splits;
-    const float* pa = part_acc + static_cast<size_t>(row) * splits * D + d;
+    // Publish the partials and take a ticket in one step: after the barrier, thread 0's
+    // acquire-release add orders every thread's partial stores before the ticket (and, in the CTA
+    // that draws the last ticket, every other CTA's stores before the reads below).
+    __syncthreads();
+    if (threadIdx.x == 0) ticket = take_ticket(&group_tickets[group]);
+    __syncthreads();
+    if (ticket != static_cast<unsigned>(splits - 1)) return;
 
-    float mine_m[MAX_SPLITS / D], mine_l[MAX_SPLITS / D];
-    float big = __int_as_float(0xff800000u);
-#pragma unroll
-    for (int r = 0; r < MAX_SPLITS / D; ++r) {
-        const int i = d + r * D;
-        mine_m[r] = i < splits ? pm[i] : __int_as_float(0xff800000u);
-        mine_l[r] = i < splits ? pl[i] : 0.0f;
-        big = fmaxf(big, mine_m[r]);
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, off));
-    if (lane == 0) scratch[warp] = big;
-    __syncthreads();
-    big = scratch[0];
-#pragma unroll
-    for (int w = 1; w < MERGE_WARPS; ++w) big = fmaxf(big, scratch[w]);
-    float sum = 0.0f;
-#pragma unroll
-    for (int r = 0; r < MAX_SPLITS / D; ++r) {
-        mine_m[r] = fast_exp2(mine_m[r] - big);  // 0 for the padding (m = -inf)
-        sum = fmaf(mine_m[r], mine_l[r], sum);
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    __syncthreads();  // every thread has read the maxima
-    if (lane == 0) scratch[warp] = sum;
-    __syncthreads();
-    sum = scratch[0];
-#pragma unroll
-    for (int w = 1; w < MERGE_WARPS; ++w) sum += scratch[w];
-    const float inv = 1.0f / sum;
-#pragma unroll
-    for (int r = 0; r < MAX_SPLITS / D; ++r) {
-        if (d + r * D < splits) weight[d + r * D] = mine_m[r] * inv;
-    }
-    __syncthreads();
-    float val = 0.0f;
-#pragma unroll 16
-    for (int i = 0; i < splits; ++i) val = fmaf(weight[i], pa[static_cast<size_t>(i) * D], val);
-    out[static_cast<size_t>(row) * D + d] = to_bf16(val);
+    merge_splits(part_m, part_l, part_acc, out, weight, q_row, splits);
+    if (threadIdx.x == 0) group_tickets[group] = 0;  // ready for the next launch
 }

@@ -5,8 +5,8 @@ Three benchmarks:
 - `prefill_naive` (01): S = QK^T written to device memory, then softmax, then PV; small shapes;
 - `prefill` (02): the FlashAttention-2 forward on mma.sync, against PyTorch's SDPA;
 - `decode` (03-05): one query token per sequence over a KV cache with grouped-query attention
-  (32 query heads share 8 KV heads): single pass, split-KV with a merge launch, and split-KV
-  through a block table of shuffled 16-token pages.
+  (32 query heads share 8 KV heads): single pass, split-KV merged by the last CTA of each KV
+  head in the same launch, and the same through a block table of shuffled 16-token pages.
 
 Layouts: prefill Q, K, V and O are [B, H, S, D]; decode q and out are [B, Hq, D], the contiguous
 cache K and V [B, Hkv, T, D], the paged pools [num_pages, Hkv, 16, D] with a block table
@@ -77,8 +77,9 @@ DECODE_THREADS = 256
 DECODE_T_MULTIPLE = 64  # a CTA's token step: 8 warps x 8 tokens
 PAGE = 16  # tokens per page of 05
 MAX_SPLIT_TOKENS = 4096  # 05 copies a split's table entries into shared memory
-MAX_SPLITS = 256  # the merge launch holds one weight a split in shared memory
-CTAS_PER_SM = 2  # 03-05 fit two 256-thread CTAs an SM (128 registers, 33 KB shared)
+MAX_SPLITS = 256  # the split merge holds one weight a split in shared memory
+MAX_GROUPS = 4096  # 04-05 keep one ticket counter per (batch, KV head) in device memory
+CTAS_PER_SM = 2  # 03-05 fit two 256-thread CTAs an SM (128 registers, 33-38 KB shared)
 
 
 def problems(stem: str, shape: Shape) -> list[str]:
@@ -95,6 +96,8 @@ def problems(stem: str, shape: Shape) -> list[str]:
             out.append(f"Hq={shape['hq']} is not {GROUP} x Hkv={shape['hkv']}")
         if shape["t"] % DECODE_T_MULTIPLE:
             out.append(f"T={shape['t']} is not a multiple of {DECODE_T_MULTIPLE}")
+    if stem[:2] in ("04", "05") and shape["b"] * shape["hkv"] > MAX_GROUPS:
+        out.append(f"B*Hkv={shape['b'] * shape['hkv']} exceeds the {MAX_GROUPS} ticket counters")
     return out
 
 
@@ -368,15 +371,17 @@ def _launch_decode(module: Any, version: Version, shape: Shape, arrays: Arrays) 
     parts = (part_m, part_l, part_acc)
     sizes = (numpy.int32(t), numpy.int32(plan.tokens_per_split), scale)
     if version.stem == "04_split_kv":
-        split, merge = "split_kv", "split_kv_merge"
+        entry = "split_kv"
         cache: tuple[Any, ...] = (arrays["k"], arrays["v"])
     elif version.stem == "05_paged":
-        split, merge = "paged", "paged_merge"
+        entry = "paged"
         cache = (arrays["k_pool"], arrays["v_pool"], arrays["block_table"])
     else:
         raise KeyError(f"attention: no decode launch for {version.stem}")
-    _kernel(module, split)((plan.splits, hkv, b), (DECODE_THREADS,), (q, *cache, *parts, *sizes))
-    _kernel(module, merge)((hq, b), (d,), (*parts, out, numpy.int32(plan.splits)))
+    # One launch: the last CTA of each (batch, KV head) to finish merges that group's splits.
+    _kernel(module, entry)(
+        (plan.splits, hkv, b), (DECODE_THREADS,), (q, *cache, *parts, out, *sizes)
+    )
 
 
 # --- the library baseline: PyTorch SDPA on the same arrays -----------------------------------

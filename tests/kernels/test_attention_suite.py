@@ -30,8 +30,8 @@ ENTRIES = {
     "01_naive": {"naive_scores", "naive_softmax", "naive_pv"},
     "02_flash_fwd": {"flash_fwd"},
     "03_decode": {"decode"},
-    "04_split_kv": {"split_kv", "split_kv_merge"},
-    "05_paged": {"paged", "paged_merge"},
+    "04_split_kv": {"split_kv"},
+    "05_paged": {"paged"},
 }
 PREFILL_HEADLINE = {"b": 8, "h": 16, "s": 4096, "d": 128}
 DECODE_HEADLINE = {"b": 1, "hq": 32, "hkv": 8, "t": 32768, "d": 128}
@@ -89,6 +89,8 @@ def test_shapes_that_do_not_fit_are_refused(loaded: LoadedSuite, suite: ModuleTy
     assert suite.problems("02_flash_fwd", {**PREFILL_HEADLINE, "d": 64})
     assert suite.problems("04_split_kv", {**DECODE_HEADLINE, "t": 1000})
     assert suite.problems("05_paged", {**DECODE_HEADLINE, "hkv": 16})
+    assert suite.problems("04_split_kv", {**DECODE_HEADLINE, "b": 1024, "hq": 64, "hkv": 16})
+    assert not suite.problems("05_paged", {**DECODE_HEADLINE, "b": 512})
     with pytest.raises(ValueError, match="03_decode"):
         suite._require_fit(_version(loaded, "03_decode"), {**DECODE_HEADLINE, "t": 32})
 
@@ -154,6 +156,7 @@ def test_flash_constants_match_the_launcher(loaded: LoadedSuite, suite: ModuleTy
     for stem in ("04_split_kv", "05_paged"):
         source = _version(loaded, stem).source
         assert f"constexpr int MAX_SPLITS = {suite.MAX_SPLITS};" in source
+        assert f"constexpr int MAX_GROUPS = {suite.MAX_GROUPS};" in source
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -186,7 +189,7 @@ def _partial(s2: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
 
 
 def _merge(states: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
-    """The second launch: M = max m_i, out = sum 2^(m_i - M) acc_i / sum 2^(m_i - M) l_i."""
+    """The split merge: M = max m_i, out = sum 2^(m_i - M) acc_i / sum 2^(m_i - M) l_i."""
     m = np.stack([s[0] for s in states])
     big = m.max(axis=0)
     w = np.exp2(m - big)
