@@ -2,17 +2,20 @@
 //
 // Idea against 09: the multiply-adds leave the FMA pipe for the tensor cores.
 // Inputs are bf16 (2 bytes), products accumulate in fp32, C is fp32.
-// Everything else is 09's design carried over: a 128x128 block tile split
-// into warp tiles (8 warps as 2x4 warp tiles of 64x32), the thread level
-// replaced by WMMA fragments (4x2 accumulators of 16x16 per warp, one
-// mma_sync per fragment per 16 values of k), K steps of 32 in a cp.async
-// ring with one barrier per step, and conflict-free shared reads.
-// Three details decide the speed here:
+// Everything else is 09's design carried over: a block tile split into warp
+// tiles, the thread level replaced by WMMA fragments (one mma_sync per 16x16
+// accumulator per 16 values of k), a cp.async ring with one barrier per K
+// step, and conflict-free shared reads.
+// Four details decide the speed here:
+// - Tiles. A 128x256 block tile of 8 warps, each owning 64x64 of C (4x4
+//   accumulators): per 16 values of k a warp loads 4 A and 4 B fragments for
+//   16 mma_sync, and a block reads (128 + 256) rows of K per 128 * 256
+//   outputs, a quarter less traffic from L2 per FLOP than a 128x128 tile.
 // - Padding. A fragment is read 8 rows at a time, so unpadded rows of 128
-//   bytes (A) or 256 bytes (B) would put those 8 rows on 4 or 1 bank groups
-//   (4- and 8-way conflicts). Rows padded by 16 bytes (A: 72 bf16, B: 136
-//   bf16) shift each row by 4 banks: every fragment read is conflict-free,
-//   and the 16-byte cp.async chunks stay aligned.
+//   bytes (A) or 512 bytes (B) would put those 8 rows on the same banks
+//   (8-way conflicts). Rows padded by 16 bytes (A: 72 bf16, B: 264 bf16)
+//   shift each row by 4 banks: every fragment read is conflict-free, and
+//   the 16-byte cp.async chunks stay aligned.
 // - The shared state space. nvcuda::wmma::load_matrix_sync takes a generic
 //   pointer and compiles (nvcc 13.0) to four generic 32-bit loads per lane
 //   plus a register transpose (MOVM) for each row-major B fragment. The same
@@ -20,26 +23,25 @@
 //   compiles to one ldmatrix (LDSM.16.M88.4 for A, LDSM.16.MT88.4, which
 //   transposes, for B), so fragments are loaded that way; mma_sync, the
 //   fragments and the store stay nvcuda::wmma.
-// - Depth. K steps of 32 in two stages fetched one step ahead, less than a
-//   global load's latency, and the warps waited at a barrier every 32 HMMA.
-//   K steps of 64 in three stages keep two steps (128 values of k) in flight
-//   and halve the barriers. Three padded stages are 105 KB, above the 48 KB
-//   of static shared memory, so the ring is dynamic shared memory and the
-//   launcher raises the block's limit.
+// - Depth. K steps of 64 in four stages keep three steps (192 values of k)
+//   in flight. Four padded stages are 204 KB, above the 48 KB of static
+//   shared memory, so the ring is dynamic shared memory and the launcher
+//   raises the block's limit; one block fills an SM.
 //
 // Expected bound (estimate), M = N = K = 4096 on an H200: 137 GFLOP at the
 // datasheet's ~990 TFLOP/s dense bf16 is 0.14 ms; the minimum traffic (A, B
 // in bf16 = 2 * 32 MiB, C in fp32 = 64 MiB: 134 MB at ~4.8 TB/s) is 0.03 ms,
 // so still compute-bound. WMMA compiles to mma.sync (HMMA.16816), which on
-// Hopper reaches about two thirds of the wgmma rate, and a 64x32 warp tile
-// reads 1.5 shared-memory wavefronts per HMMA, plus 0.5 for filling the tiles:
-// shared memory caps the SM near 0.5 HMMA per cycle (~530 TFLOP/s at
-// 1.98 GHz). With one ldmatrix per fragment and three steps in flight:
-// ~330-400 TFLOP/s, ~43-52% of cuBLAS's ~760 (estimate), about 11's rate,
-// whose loop has the same shape (ldmatrix, K steps of 64, three stages).
+// Hopper reaches about two thirds of the wgmma rate. Shared memory: a 64x64
+// warp tile reads 1 wavefront (128 bytes) per HMMA.16816 and the tile fill
+// writes about 0.4 more, so it is not the limit (the same warps on a 128x128
+// tile gained almost nothing when their shared-memory reads per HMMA fell by
+// a third). Traffic from L2 is the lever: 512 blocks * 384 rows * 4096 * 2 B
+// = 1.6 GB per product instead of 2.1 GB. ~360-420 TFLOP/s, ~47-55% of
+// cuBLAS's ~770 (estimate).
 //
-// Constraints: M and N multiples of 128, K a multiple of 64 (full tiles);
-// 16-byte aligned rows (K and N multiples of 8, implied); 32-bit indices.
+// Constraints: M a multiple of 128, N of 256, K of 64 (full tiles); 16-byte
+// aligned rows (K and N multiples of 8, implied); 32-bit indices.
 
 #include <cuda_bf16.h>
 #include <mma.h>
@@ -47,14 +49,14 @@
 using namespace nvcuda;
 
 constexpr int BM = 128;
-constexpr int BN = 128;
+constexpr int BN = 256;
 constexpr int BK = 64;
-constexpr int STAGES = 3;
+constexpr int STAGES = 4;
 constexpr int PAD = 8;  // bf16 added to every shared row: 16 bytes = 4 banks
 constexpr int AS_STRIDE = BK + PAD;  // 72 bf16 = 144 bytes
-constexpr int BS_STRIDE = BN + PAD;  // 136 bf16 = 272 bytes
+constexpr int BS_STRIDE = BN + PAD;  // 264 bf16 = 528 bytes
 constexpr int WM = 64;  // warp tile rows
-constexpr int WN = 32;  // warp tile columns
+constexpr int WN = 64;  // warp tile columns
 constexpr int FRAG = 16;  // wmma tile edge: m16n16k16
 constexpr int FM = WM / FRAG;  // accumulator fragments per warp along M
 constexpr int FN = WN / FRAG;  // ... along N
@@ -64,6 +66,7 @@ constexpr int CHUNK = 8;  // bf16 values per 16-byte copy
 constexpr int A_STAGE = BM * AS_STRIDE;  // bf16 per stage
 constexpr int B_STAGE = BK * BS_STRIDE;
 constexpr int SMEM_BYTES = STAGES * (A_STAGE + B_STAGE) * 2;
+constexpr int MIN_BLOCKS = 1;  // blocks per SM the registers are budgeted for
 
 static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must cover the block tile exactly");
 static_assert(WM % FRAG == 0 && WN % FRAG == 0 && BK % FRAG == 0,
@@ -82,7 +85,7 @@ static_assert(AS_STRIDE % 8 == 0 && BS_STRIDE % 8 == 0,
 static_assert((AS_STRIDE / 2) % 8 == 4 && (BS_STRIDE / 2) % 8 == 4,
               "a row stride of 4 x odd words puts 8 consecutive rows on 8 distinct bank quads");
 static_assert(STAGES >= 3, "one barrier per step: the stage refilled was read one step earlier");
-static_assert(2 * SMEM_BYTES <= 227 * 1024, "two blocks per SM must fit the 227 KB of shared memory");
+static_assert(MIN_BLOCKS * SMEM_BYTES <= 227 * 1024, "the blocks of an SM must fit its 227 KB of shared memory");
 
 __device__ __forceinline__ void cp_async_16(unsigned smem_dst, const void* gmem_src) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_dst), "l"(gmem_src));
@@ -117,7 +120,7 @@ __device__ __forceinline__ void load_b_shared(FragB& f, unsigned addr, int ld) {
                  : "r"(addr), "r"(ld));
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 2)
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 gemm_bf16_wmma(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M, int N, int K) {
     // [STAGES][BM][AS_STRIDE] of A, then [STAGES][BK][BS_STRIDE] of B, row-major, padded
     extern __shared__ __align__(128) unsigned char smem[];

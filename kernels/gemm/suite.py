@@ -1,9 +1,15 @@
 """GEMM ladder: C = A @ B, row-major, from a naive loop to Hopper's wgmma.
 
-Two benchmarks share the folder:
+Three benchmarks share the folder:
 
-- `sgemm` (versions 01-09): A, B and C in fp32, FMA units only, measured
-  against cuBLAS SGEMM with TF32 off;
+- `sgemm` (versions 01-06, 08, 09): A, B and C in fp32, FMA units only,
+  measured against cuBLAS SGEMM with TF32 off;
+- `sgemm_tiles` (version 07): the same operation, inputs and baseline, with
+  07's tile-shape sweep kept as cases. Besides the square sizes (the default
+  tile), it declares one shape per candidate of `AUTOTUNE_CANDIDATES` at
+  4096^3, whose extra keys bm, bn, bk, tm, tn name the tile shape; the
+  launcher compiles 07 with that candidate's -D options, so each candidate is
+  checked, timed and recorded like any other case;
 - `bf16` (versions 10-12): A and B in bf16, products accumulated in fp32, C
   in fp32, on the tensor cores, measured against cuBLAS with the same types.
 
@@ -12,12 +18,15 @@ bit patterns (rounded to nearest even from float32 by the input maker); the
 kernels take them as `__nv_bfloat16*` or `unsigned short*`.
 
 Every version names one kernel entry and its launch geometry in `GEOMETRY`,
-keyed by file stem. The size multiples there mirror the `static_assert`s and
+keyed by file stem; 10 and 11 state theirs in their own constants (BM, BN,
+BK, THREADS, SMEM_BYTES), which the suite reads from the source it launches. The size multiples there mirror the `static_assert`s and
 full-tile assumptions in each .cu file; the tests check that every swept shape
 satisfies them. `07_autotuned` takes its tile shape from -D options: the
 candidates a sweep may try are `AUTOTUNE_CANDIDATES`, the default is
 `AUTOTUNE_DEFAULT`, and the launcher reads the shape the module was compiled
 with back out of the module, so any candidate launches correctly.
+A shape's extra keys never change the work model: FLOPs and bytes read m, n
+and k only.
 
 CuPy (and NumPy) are imported inside functions only: this module is imported
 on machines without a GPU.
@@ -25,8 +34,12 @@ on machines without a GPU.
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import itertools
+import operator
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,8 +188,76 @@ def autotune_variants() -> dict[str, tuple[str, ...]]:
     return {c.label: c.options() for c in AUTOTUNE_CANDIDATES}
 
 
-_WMMA_SMEM = 3 * (128 * 72 + 64 * 136) * 2  # 10: 3 stages of padded bf16 A and B tiles
-_SWIZZLED_SMEM = 3 * (128 * 64 + 64 * 128) * 2  # 11: 3 stages of bf16 A and B tiles
+TILE_KEYS = ("bm", "bn", "bk", "tm", "tn")
+
+
+def candidate_shape(config: TileConfig, size: Shape = HEADLINE) -> dict[str, int]:
+    """The shape that names one sweep candidate: the problem size, then its tile."""
+    return {**{d: size[d] for d in ("m", "n", "k")}, **dict(zip(TILE_KEYS, config.shape(), strict=True))}
+
+
+def candidate_of(shape: Shape) -> TileConfig | None:
+    """The tile candidate a shape names, or None for a plain size (the default tile)."""
+    if not any(key in shape for key in TILE_KEYS):
+        return None
+    missing = [key for key in TILE_KEYS if key not in shape]
+    if missing:
+        raise ValueError(f"tile sweep shape {dict(shape)} lacks {missing}")
+    config = TileConfig(*(shape[key] for key in TILE_KEYS))
+    if config not in AUTOTUNE_CANDIDATES:
+        raise ValueError(f"{config.label} is not one of AUTOTUNE_CANDIDATES")
+    return config
+
+
+TILE_SWEEP: tuple[Shape, ...] = tuple(candidate_shape(c) for c in AUTOTUNE_CANDIDATES)
+
+
+_TOPIC_DIR = Path(__file__).resolve().parent
+_CONSTEXPR = re.compile(r"^\s*constexpr int\s+([A-Z][A-Z0-9_]*)\s*=\s*([^;]+);", re.M)
+# C++ integer arithmetic on the positive values these files use.
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+               ast.Div: operator.floordiv, ast.FloorDiv: operator.floordiv}
+
+
+def _evaluate(node: ast.expr, names: dict[str, int]) -> int:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.Name):
+        return names[node.id]
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        left, right = _evaluate(node.left, names), _evaluate(node.right, names)
+        return int(_ARITHMETIC[type(node.op)](left, right))
+    raise ValueError(f"not integer arithmetic: {ast.dump(node)}")
+
+
+def source_constants(source: str) -> dict[str, int]:
+    """The `constexpr int NAME = expr;` constants of a .cu file, evaluated in
+    order; expressions that are not plain integer arithmetic are left out."""
+    values: dict[str, int] = {}
+    for name, expr in _CONSTEXPR.findall(source):
+        try:
+            values[name] = _evaluate(ast.parse(expr.strip(), mode="eval").body, values)
+        except (SyntaxError, KeyError, ValueError, ZeroDivisionError):
+            continue
+    return values
+
+
+def geometry_from_source(entry: str, source: str) -> Geometry:
+    """The launch geometry a tensor-core version states in its own constants:
+    tile BM x BN, K step BK, THREADS per block and SMEM_BYTES of dynamic shared
+    memory. A candidate file with another tile therefore launches correctly."""
+    c = source_constants(source)
+    missing = [k for k in ("BM", "BN", "BK", "THREADS", "SMEM_BYTES") if k not in c]
+    if missing:
+        raise ValueError(f"{entry}: the source does not define {missing}")
+    return Geometry(
+        entry, (c["BM"], c["BN"]), (c["THREADS"],), (c["BM"], c["BN"], c["BK"]),
+        dynamic_smem=c["SMEM_BYTES"],
+    )
+
+
+# Versions whose geometry is read from their source, at import and at every launch.
+SOURCE_GEOMETRY = {"10_wmma": "gemm_bf16_wmma", "11_mma_swizzle": "gemm_bf16_mma_swizzle"}
 _WGMMA_SMEM = 4 * (128 * 64 + 64 * 256) * 2 + 2 * 4 * 8 + 1024  # 12: 4 stages, barriers, alignment
 
 GEOMETRY: dict[str, Geometry] = {
@@ -189,12 +270,10 @@ GEOMETRY: dict[str, Geometry] = {
     "07_autotuned": AUTOTUNE_DEFAULT.geometry(),
     "08_warptiling": Geometry("sgemm_warptiling", (128, 128), (256,), (128, 128, 16)),
     "09_double_buffering": Geometry("sgemm_double_buffering", (128, 128), (256,), (128, 128, 16)),
-    "10_wmma": Geometry(
-        "gemm_bf16_wmma", (128, 128), (256,), (128, 128, 64), dynamic_smem=_WMMA_SMEM
-    ),
-    "11_mma_swizzle": Geometry(
-        "gemm_bf16_mma_swizzle", (128, 128), (256,), (128, 128, 64), dynamic_smem=_SWIZZLED_SMEM
-    ),
+    **{
+        stem: geometry_from_source(entry, (_TOPIC_DIR / f"{stem}.cu").read_text(encoding="utf-8"))
+        for stem, entry in SOURCE_GEOMETRY.items()
+    },
     "12_wgmma_tma": Geometry(
         "gemm_bf16_wgmma_tma", (128, 256), (384,), (128, 256, 64), dynamic_smem=_WGMMA_SMEM
     ),
@@ -293,6 +372,7 @@ class _Prepared:
 
 
 _PREPARED: dict[tuple[int, str], _Prepared] = {}
+_CANDIDATE_MODULES: dict[tuple[str, TileConfig], Any] = {}
 _TENSOR_MAPS: dict[tuple[int, int, int, int, int], tuple[Any, Any]] = {}
 
 
@@ -305,15 +385,19 @@ def _autotuned_config(module: Any) -> TileConfig:
     return TileConfig(*(int(v) for v in values))
 
 
-def _prepare(module: Any, stem: str) -> _Prepared:
+def _prepare(module: Any, version: Version) -> _Prepared:
+    stem = version.stem
     key = (id(module), stem)
     prepared = _PREPARED.get(key)
     if prepared is None:
         if stem not in GEOMETRY:
             raise KeyError(f"gemm suite: no launch geometry for version {stem!r}")
-        geometry = (
-            _autotuned_config(module).geometry() if stem == "07_autotuned" else GEOMETRY[stem]
-        )
+        if stem == "07_autotuned":
+            geometry = _autotuned_config(module).geometry()
+        elif stem in SOURCE_GEOMETRY:
+            geometry = geometry_from_source(SOURCE_GEOMETRY[stem], version.source)
+        else:
+            geometry = GEOMETRY[stem]
         kernel = module.get_function(geometry.entry)
         if geometry.dynamic_smem > 48 * 1024:
             kernel.max_dynamic_shared_size_bytes = geometry.dynamic_smem
@@ -387,11 +471,33 @@ def _wgmma_tensor_maps(a: Any, b: Any, m: int, n: int, k: int) -> tuple[Any, Any
     return maps
 
 
+def _candidate_module(version: Version, config: TileConfig) -> Any:
+    """07 compiled for one sweep candidate, with the options the harness would use."""
+    import cupy
+
+    key = (version.source, config)
+    module = _CANDIDATE_MODULES.get(key)
+    if module is None:
+        options = (*SGEMM_COMPILE_OPTIONS, *config.options())
+        module = cupy.RawModule(code=version.source, options=options, backend="nvrtc")
+        compile_now = getattr(module, "compile", None)
+        if compile_now is not None:  # compile here, not inside the first timed launch
+            compile_now()
+        _CANDIDATE_MODULES[key] = module
+    return module
+
+
 def launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
-    """Enqueue one version's kernel on the current stream."""
+    """Enqueue one version's kernel on the current stream. A tile-sweep shape
+    (07 only) launches the module compiled for the candidate it names."""
     import numpy
 
-    prepared = _prepare(module, version.stem)
+    config = candidate_of(shape)
+    if config is not None:
+        if version.stem != "07_autotuned":
+            raise ValueError(f"{version.id}: only 07_autotuned takes tile-sweep shapes")
+        module = _candidate_module(version, config)
+    prepared = _prepare(module, version)
     geometry = prepared.geometry
     m, n, k = shape["m"], shape["n"], shape["k"]
     if not geometry.accepts(shape):
@@ -481,10 +587,11 @@ def _bf16_baseline(arrays: Arrays, shape: Shape) -> Callable[[], None]:
 # ----------------------------------------------------------------------------
 
 _C_OUT = {"c": OutputSpec(shape=lambda s: (s["m"], s["n"]), dtype="float32")}
+SGEMM_COMPILE_OPTIONS = ("--std=c++17", "-arch=sm_90")
 
 SGEMM = Benchmark(
     name="sgemm",
-    match="0[1-9]_*",
+    match="0[1-689]_*",
     inputs=_sgemm_inputs,
     outputs=_C_OUT,
     reference=_sgemm_reference,
@@ -511,6 +618,16 @@ SGEMM = Benchmark(
         ),
         make=_sgemm_baseline,
     ),
+    compile_options=SGEMM_COMPILE_OPTIONS,
+)
+
+# 07 alone: the square sizes with the default tile, then every candidate at
+# 4096^3, so the results file keeps the whole sweep next to the default.
+SGEMM_TILES = dataclasses.replace(
+    SGEMM,
+    name="sgemm_tiles",
+    match="07_*",
+    shapes=(*SHAPES, *TILE_SWEEP),
     version_options={"07_autotuned": AUTOTUNE_DEFAULT.options()},
 )
 
@@ -546,9 +663,10 @@ BF16 = Benchmark(
 
 SUITE = Suite(
     topic="gemm",
-    benchmarks=[SGEMM, BF16],
+    benchmarks=[SGEMM, SGEMM_TILES, BF16],
     description=(
         "Dense matrix multiply C = A @ B, row-major, square sizes 256-8192: an fp32 ladder on "
-        "the FMA units (01-09) and a bf16 ladder on the tensor cores (10-12)."
+        "the FMA units (01-09, with 07's tile sweep at 4096^3) and a bf16 ladder on the tensor "
+        "cores (10-12)."
     ),
 )

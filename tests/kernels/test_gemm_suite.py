@@ -75,7 +75,9 @@ def test_the_ladder_is_twelve_versions_in_order() -> None:
 
 def test_every_version_is_claimed_by_exactly_one_benchmark() -> None:
     claimed = {v.stem: _owner(v).name for v in VERSIONS}
-    assert {s for s, b in claimed.items() if b == "sgemm"} == {f"{v.stem}" for v in VERSIONS[:9]}
+    fp32 = {v.stem for v in VERSIONS[:9]}
+    assert {s for s, b in claimed.items() if b == "sgemm"} == fp32 - {"07_autotuned"}
+    assert {s for s, b in claimed.items() if b == "sgemm_tiles"} == {"07_autotuned"}
     assert {s for s, b in claimed.items() if b == "bf16"} == {f"{v.stem}" for v in VERSIONS[9:]}
 
 
@@ -100,10 +102,14 @@ def test_every_swept_shape_satisfies_every_versions_size_multiples() -> None:
 
 
 def test_shapes_are_the_square_sweep_with_the_4096_headline() -> None:
+    squares = [{"m": n, "n": n, "k": n} for n in (256, 512, 1024, 2048, 4096, 8192)]
     for bench in SUITE.benchmarks:
-        assert [dict(s) for s in bench.shapes] == [
-            {"m": n, "n": n, "k": n} for n in (256, 512, 1024, 2048, 4096, 8192)
-        ]
+        shapes = [dict(s) for s in bench.shapes]
+        if bench.name == "sgemm_tiles":  # 07 adds its tile sweep, checked in test_gemm_autotune
+            assert shapes[: len(squares)] == squares
+            assert all(gemm.candidate_of(s) is not None for s in shapes[len(squares) :])
+        else:
+            assert shapes == squares
         assert dict(bench.headline) == {"m": 4096, "n": 4096, "k": 4096}
 
 
@@ -149,7 +155,7 @@ def test_autotune_candidates_pass_the_kernels_rules() -> None:
     assert (defaults["BM"], defaults["BN"], defaults["BK"], defaults["TM"], defaults["TN"]) == (
         d.bm, d.bn, d.bk, d.tm, d.tn
     )
-    assert BY_NAME["sgemm"].version_options["07_autotuned"] == d.options()
+    assert BY_NAME["sgemm_tiles"].version_options["07_autotuned"] == d.options()
 
 
 def test_autotune_rules_reject_what_the_kernel_rejects() -> None:
@@ -173,7 +179,11 @@ def test_work_model_at_4096() -> None:
 
 
 def test_benchmarks_declare_rooflines_baselines_and_options() -> None:
-    sgemm, bf16 = BY_NAME["sgemm"], BY_NAME["bf16"]
+    sgemm, tiles, bf16 = BY_NAME["sgemm"], BY_NAME["sgemm_tiles"], BY_NAME["bf16"]
+    # The tile sweep is 07 under the same inputs, check, work model and baseline as 01-09.
+    for attr in ("inputs", "reference", "launch", "flops", "bytes", "tolerance", "baseline",
+                 "roofline", "compile_options", "outputs"):
+        assert getattr(tiles, attr) == getattr(sgemm, attr), attr
     assert (sgemm.roofline.bandwidth, sgemm.roofline.compute) == ("copy", "sgemm_fp32")
     assert (bf16.roofline.bandwidth, bf16.roofline.compute) == ("copy", "gemm_bf16")
     assert sgemm.baseline is not None and "TF32 off" in sgemm.baseline.name
@@ -181,7 +191,7 @@ def test_benchmarks_declare_rooflines_baselines_and_options() -> None:
     assert sgemm.tolerance == 1e-5 and bf16.tolerance <= 1e-2
     assert sgemm.tolerance_reason and bf16.tolerance_reason
     assert bf16.version_options["12_wgmma_tma"] == ("-arch=sm_90a",)
-    for bench in (sgemm, bf16):
+    for bench in (sgemm, tiles, bf16):
         assert set(bench.version_options) <= {v.stem for v in VERSIONS if bench.claims(v)}
         assert dict(bench.outputs)["c"].dtype == "float32"
         assert dict(bench.outputs)["c"].shape({"m": 3, "n": 5, "k": 7}) == (3, 5)
@@ -320,3 +330,29 @@ def test_every_version_matches_its_reference_on_the_gpu(size: int) -> None:
         ref = bench.reference({k: a.astype(cupy.float64) for k, a in inputs.items()}, shape)["c"]
         rel = float(cupy.linalg.norm(c - ref) / cupy.linalg.norm(ref))
         assert rel <= bench.tolerance, f"{v.stem} at {size}: rel err {rel:.2e}"
+
+
+def test_source_constants_follow_cpp_integer_arithmetic() -> None:
+    source = """
+constexpr int BM = 128;
+constexpr int BK = 64;  // a comment after the value
+constexpr int PAD = 8;
+constexpr int STRIDE = BK + PAD;
+constexpr int HALF = (STRIDE * 3) / 2;
+constexpr int WIDE = sizeof(float) * BM;
+constexpr int LATER = WIDE + 1;
+"""
+    c = gemm.source_constants(source)
+    assert c == {"BM": 128, "BK": 64, "PAD": 8, "STRIDE": 72, "HALF": 108}
+
+
+def test_tensor_core_geometry_follows_the_source_it_launches() -> None:
+    for stem, entry in gemm.SOURCE_GEOMETRY.items():
+        version = next(v for v in VERSIONS if v.stem == stem)
+        assert gemm.geometry_from_source(entry, version.source) == gemm.GEOMETRY[stem]
+    other = next(v for v in VERSIONS if v.stem == "10_wmma").source
+    other = other.replace("constexpr int BN = 256;", "constexpr int BN = 128;")
+    g = gemm.geometry_from_source("gemm_bf16_wmma", other)
+    assert g.tile == (128, 128) and g.block == (128,) and g.multiple == (128, 128, 64)
+    with pytest.raises(ValueError, match="does not define"):
+        gemm.geometry_from_source("x", "constexpr int BM = 128;")
