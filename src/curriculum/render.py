@@ -78,7 +78,24 @@ def relative(from_page: str, to_path: str) -> str:
         fragment = "#" + fragment
     if not to_path:
         return fragment
-    return posixpath.relpath(to_path, posixpath.dirname(from_page) or ".") + fragment
+    return _relpath(to_path, posixpath.dirname(from_page)) + fragment
+
+
+def _relpath(to_path: str, from_dir: str) -> str:
+    """`posixpath.relpath` for the site's own paths (relative, normalised), without its
+    two trips to the working folder per call; anything else goes to `relpath`."""
+    target = [p for p in to_path.split("/") if p]
+    start = [p for p in from_dir.split("/") if p]
+    if to_path.startswith("/") or from_dir.startswith("/") or \
+            any(p in (".", "..") for p in (*target, *start)):
+        return posixpath.relpath(to_path, from_dir or ".")
+    common = 0
+    for a, b in zip(target, start, strict=False):
+        if a != b:
+            break
+        common += 1
+    parts = [".."] * (len(start) - common) + target[common:]
+    return "/".join(parts) or "."
 
 
 class Renderer:
