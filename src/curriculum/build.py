@@ -12,12 +12,13 @@ that show what changed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,7 @@ from curriculum.errors import Diagnostic, Diagnostics, Loc, UsageError, did_you_
 from curriculum.gating import EditionView, for_edition, public_texts, withheld_texts
 from curriculum.index import add_indexes
 from curriculum.load import RawDoc, load_project
+from curriculum.markdown import add_highlighted, highlight_files
 from curriculum.measure import Measurements, measure
 from curriculum.render import Output, Renderer
 from curriculum.validate import validate
@@ -107,7 +109,13 @@ def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = 
     out_dir = (out_dir or root / "build").resolve()
     if not templates.is_dir():
         raise UsageError(f"no templates folder at {templates}")
-    diags, catalog, measurements = check_project(root, templates)
+    with _side_process() as side:
+        # While this process loads and validates, a second one highlights the code blocks.
+        pending = side.submit(highlight_files, sorted((root / "content").rglob("*.md"))) \
+            if side is not None else None
+        diags, catalog, measurements = check_project(root, templates)
+        if pending is not None and pending.exception() is None:
+            add_highlighted(pending.result())  # a failure there costs only the time
     diags.raise_if_failed(strict)
     assert catalog is not None and measurements is not None
     chosen = chosen_editions(catalog, editions)
@@ -183,6 +191,17 @@ def build_jobs() -> int:
         except ValueError as exc:
             raise UsageError(f"CURRICULUM_JOBS={raw!r} is not a whole number") from exc
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def _side_process() -> Iterator[ProcessPoolExecutor | None]:
+    """One forked worker for work that overlaps this process's, or None where builds
+    run one process (CURRICULUM_JOBS=1, or no fork on this system)."""
+    if build_jobs() < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        yield None
+        return
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+        yield pool
 
 
 def _run_editions(job: _EditionJob, ids: list[str]

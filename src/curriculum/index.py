@@ -7,17 +7,15 @@ that edition shows: titles, summaries and the visible text of each page.
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import hashlib
 import html
 import json
 import re
+import subprocess
 import tempfile
-from collections.abc import Coroutine
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from xml.sax.saxutils import escape as xml_escape
 
 from curriculum.catalog import Catalog
@@ -25,7 +23,6 @@ from curriculum.epub import add_epubs
 from curriculum.errors import UsageError
 from curriculum.render import Output, page_url
 
-T = TypeVar("T")
 PAGEFIND_DIR = "static/pagefind/"
 # The runtime files the search page loads; Pagefind's bundled UI widgets are not used.
 _PAGEFIND_KEEP = re.compile(
@@ -45,42 +42,42 @@ def visible_text(page_html: str) -> str:
     return _SPACE.sub(" ", html.unescape(_TAG.sub(" ", body))).strip()
 
 
-async def _pagefind(pages: list[tuple[str, str]], language: str) -> dict[str, bytes]:
+_EXCLUDE = [".pager", ".breadcrumbs", ".eyebrow", ".badge", ".meta"]
+
+
+def _pagefind(pages: list[tuple[str, str]], language: str) -> dict[str, bytes]:
+    """Pagefind's bundle for these pages, from one run of its command line.
+
+    The pages go to a scratch folder, not the site; the bundle is written there and
+    read back. (Pagefind's Python service costs about twice the command's time: it
+    reads each reply after a pause, and sends bundles through one pipe message.)
+    """
     try:
-        from pagefind.index import PagefindIndex
+        from pagefind.service import _must_get_executable
     except ImportError as exc:
         raise UsageError("the search index needs Pagefind: pip install 'pagefind[extended]'") from exc
+    try:
+        binary = str(_must_get_executable())
+    except Exception as exc:  # noqa: BLE001 - the wrapper raises its own kinds
+        raise UsageError(f"Pagefind is installed but its program was not found: {exc}") from exc
 
-    config = {"root_selector": "main", "keep_index_url": True,
-              "force_language": language.split("-")[0].lower(),
-              "exclude_selectors": [".pager", ".breadcrumbs", ".eyebrow", ".badge", ".meta"]}
-    # One request for the whole folder: the Python wrapper reads each reply of
-    # Pagefind's service after a 0.1 s pause, so a request per page costs
-    # minutes on a large course. The pages go to a scratch folder, not the site.
     with tempfile.TemporaryDirectory(prefix="curriculum-search-") as scratch:
+        site = Path(scratch, "site")
         for path, page_html in pages:
-            target = Path(scratch, "site", path)
+            target = site / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(page_html, encoding="utf-8")
         bundle = Path(scratch, "_pagefind")
-        # `get_files` sends the whole bundle through one pipe message, which
-        # stalls on large sites; the bundle is written to scratch and read back.
-        async with PagefindIndex(config=config) as index:  # type: ignore[arg-type]
-            await index.add_directory(path=str(Path(scratch, "site")))
-            await index.write_files(output_path=str(bundle))
-            await index.delete_index()  # else leaving the block writes it again, into the cwd
+        command = [binary, "--site", str(site), "--output-path", str(bundle),
+                   "--root-selector", "main", "--keep-index-url", "--silent",
+                   "--force-language", language.split("-")[0].lower(),
+                   "--exclude-selectors", ", ".join(_EXCLUDE)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise UsageError(f"Pagefind failed (exit {done.returncode}): "
+                             f"{(done.stderr or done.stdout).strip()[-2000:]}")
         return {p.relative_to(bundle).as_posix(): p.read_bytes()
                 for p in sorted(bundle.rglob("*")) if p.is_file()}
-
-
-def _run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion, also from code that already runs an event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 _TITLE = re.compile(r"<title>.*?</title>", re.S)
@@ -107,7 +104,7 @@ def search_index(out: Output, catalog: Catalog) -> dict[str, bytes]:
     """
     pages = [(p["path"], _searchable(out.files[p["path"]].decode("utf-8")))
              for p in sorted(out.pages, key=lambda p: p["path"])]
-    files = _run(_pagefind(pages, catalog.site.language))
+    files = _pagefind(pages, catalog.site.language)
     kept = {path: data for path, data in files.items() if _PAGEFIND_KEEP.match(path)}
     return {PAGEFIND_DIR + path: data for path, data in sorted(canonical_pagefind(kept).items())}
 

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -245,12 +246,40 @@ Renderer = Callable[[list[Token], dict[str, Any]], str]
 # --- output rules: a page's context arrives through `env` ------------------------------
 
 
-@lru_cache(maxsize=4096)
-def highlight(code: str, lang: str) -> str:
-    from pygments import highlight as pyg_highlight
+_HIGHLIGHTED: dict[tuple[str, str], str] = {}
+_FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<code>.*?)^(?P=fence)[`~]*[ \t]*$",
+                    re.M | re.S)
 
-    name = LANGUAGES.get(lang.lower(), "text")
-    return f'<div class="code" data-lang="{name}">{pyg_highlight(code, _lexer(name), _formatter())}</div>\n'
+
+def highlight(code: str, lang: str) -> str:
+    """A code block as highlighted HTML; each distinct block is highlighted once."""
+    key = (code, lang)
+    html = _HIGHLIGHTED.get(key)
+    if html is None:
+        from pygments import highlight as pyg_highlight
+
+        name = LANGUAGES.get(lang.lower(), "text")
+        html = f'<div class="code" data-lang="{name}">{pyg_highlight(code, _lexer(name), _formatter())}</div>\n'
+        _HIGHLIGHTED[key] = html
+    return html
+
+
+def highlight_files(paths: list[Path]) -> dict[tuple[str, str], str]:
+    """Every top-level fenced block of these Markdown files, highlighted ahead of the render
+    (a block found differently here than by the parser is simply highlighted again later)."""
+    found: dict[tuple[str, str], str] = {}
+    for path in paths:
+        for m in _FENCE.finditer(path.read_text(encoding="utf-8")):
+            words = m.group("info").split()
+            lang = words[0] if words else ""
+            if lang != "chart":
+                found[(m.group("code"), lang)] = highlight(m.group("code"), lang)
+    return found
+
+
+def add_highlighted(blocks: dict[tuple[str, str], str]) -> None:
+    """Blocks highlighted elsewhere (another process), for `highlight` to reuse."""
+    _HIGHLIGHTED.update(blocks)
 
 
 @cache
