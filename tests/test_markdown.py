@@ -74,3 +74,15 @@ def test_split_ignores_markers_in_code() -> None:
     text = "a\n```\n<!-- more -->\n```\nb\n<!-- more -->\nc"
     head, tail, at = split_at_marker(text, "more")
     assert tail == "c" and at == 6 and head.endswith("b")
+
+
+def test_code_highlighted_ahead_is_reused(tmp_path: Path) -> None:
+    from curriculum import markdown as md
+
+    page = tmp_path / "a.md"
+    page.write_text("Intro.\n\n```cuda\n__global__ void k() {}\n```\n\n```chart\nkind: ladder\n```\n")
+    found = md.highlight_files([page])
+    assert list(found) == [("__global__ void k() {}\n", "cuda")]  # charts are not code
+    assert 'data-lang="cuda"' in found[("__global__ void k() {}\n", "cuda")]
+    md.add_highlighted({("int planted;\n", "cuda"): "<pre>planted</pre>"})
+    assert md.highlight("int planted;\n", "cuda") == "<pre>planted</pre>"
