@@ -16,7 +16,11 @@
 // launches and the second launch's start leave the critical path.
 // Inside a warp's loop the first K and V loads are issued before q is read, and each iteration
 // issues the next K loads as soon as this one's scores are formed, so K is in flight during the
-// softmax and the P V update.
+// softmax and the P V update. The softmax reference m of a state moves only when a new score
+// would exceed it by more than 8 (log2 units; a warp vote keeps the branch uniform), so once it has
+// settled an iteration skips the rescale of l and acc: ~483 instructions a lane instead of ~538.
+// The CTA merge computes its 64 weights 2^(m_st - M) once (threads 0-63) instead of in every
+// thread for every output, 64 exp2 a CTA instead of 8192.
 // The launcher picks tokens_per_split so that the grid is about two CTAs per SM: at T = 32768,
 // 32 splits of 1024 tokens = 256 CTAs, one wave at two resident CTAs per SM; at T = 1024, 16
 // splits of 64 tokens = 128 CTAs.
@@ -25,13 +29,13 @@
 // H200: bytes = K + V read once = 134 MB (+ q and output), 31.3 us at the ~4.29 TB/s copy ceiling
 // measured on this card (29.8 us at the ~4.5 TB/s read ceiling, which a pure read stream can
 // reach). The partial states add 32 splits x 32 heads x 520 B = 0.53 MB written and read back,
-// 0.4% of the bytes. The arithmetic per SM is ~115 k warp-instructions (2 CTAs x 128 warp
-// iterations x ~450), about 19 us at ~3 instructions a clock: below the memory time. What is left
-// is a fixed cost per call: ~5 us that any streaming kernel timed after an L2 flush pays (launch,
-// first DRAM and TLB misses, drain), plus this kernel's tail (the last iteration's arithmetic,
-// the CTA merge, the partial stores, the ticket, the last CTA's merge: ~1 L2 round trip each),
-// ~8 us in all (estimate): ~38 us at 32K, 81-84% of the floor. At T = 1024 the 4 MB read takes
-// ~1 us and the fixed cost dominates: ~8 us, against ~21 us for 03.
+// 0.4% of the bytes. The arithmetic per SM is ~124 k warp-instructions (2 CTAs x 128 warp
+// iterations x ~483), about 25 us at ~2.5 instructions a clock: below the memory time, but not by
+// much. What is left is a fixed cost per call: ~5 us that any streaming kernel timed after an L2
+// flush pays (launch, first DRAM and TLB misses, drain), plus this kernel's tail (the last
+// iteration's arithmetic, the CTA merge, the partial stores, the ticket, the last CTA's merge),
+// ~7-8 us in all (estimate): ~38 us at 32K, about 82% of the floor. At T = 1024 the 4 MB read
+// takes ~1 us and the fixed cost dominates: ~7.5 us, against ~21 us for 03.
 //
 // Size constraints: as 03 (D = 128, G = 4, T a multiple of 64); tokens_per_split a multiple of 64;
 // splits = ceil(T / tokens_per_split) <= 256 (MAX_SPLITS), every split non-empty; B * Hkv <=
@@ -52,11 +56,14 @@ constexpr int STATES = WARPS * TOKENS_PER_LOAD;        // independent softmax st
 constexpr int MAX_SPLITS = 256;                        // the launcher keeps splits <= this
 constexpr int MAX_GROUPS = 4096;                       // the launcher keeps B * Hkv <= this
 constexpr int MERGE_CHUNK = 32;                        // splits whose accumulators load at once
+constexpr float RESCALE_SLACK = 8.0f;  // log2 units a score may exceed m before m moves
 
 static_assert(D == 128 && LANES_PER_TOKEN == 16,
               "a half-warp holds one 256-byte row; the xor shuffles 8, 4, 2, 1 stay inside it");
 static_assert(G * D == 2 * THREADS, "the last CTA's merge gives each thread two adjacent outputs");
 static_assert(2 * WARPS == 4 * G, "two warps a query head compute the merge weights");
+static_assert(STATES == 16 && STATES * G == 64,
+              "the CTA merge: a head's 16 states are 16 adjacent lanes of warps 0 and 1");
 static_assert(CTA_TOKENS == 64, "the launcher checks T % 64 == 0 and tokens_per_split % 64 == 0");
 static_assert(MAX_SPLITS % 32 == 0, "each lane of a weight warp holds MAX_SPLITS / 32 (m, l) pairs");
 static_assert((STATES * G * (D + 2) + G * MAX_SPLITS) * 4 <= 40 * 1024,
@@ -195,6 +202,8 @@ split_kv(const unsigned short* __restrict__ q, const unsigned short* __restrict_
     __shared__ float red_m[STATES][G];
     __shared__ float red_l[STATES][G];
     __shared__ __align__(16) float red_acc[STATES][G][D];
+    __shared__ float red_w[STATES][G];
+    __shared__ float cta_m[G], cta_l[G];
     __shared__ float weight[G][MAX_SPLITS];
     __shared__ unsigned int ticket;
 
@@ -275,24 +284,31 @@ split_kv(const unsigned short* __restrict__ q, const unsigned short* __restrict_
         const bool odd = c & 1;
         const float score = (odd ? r2[1] : r2[0]) + __shfl_xor_sync(0xffffffffu, odd ? r2[0] : r2[1], 1);
 
-        // Online softmax of head c % 4 over its 4 new tokens (lanes c, c ^ 4, c ^ 8, c ^ 12).
+        // Online softmax of head c % 4 over its 4 new tokens (lanes c, c ^ 4, c ^ 8, c ^ 12). The
+        // reference m need not be the running maximum, only close to it: it moves (and l and acc
+        // are rescaled) when a new score in the warp would exceed it by more than RESCALE_SLACK,
+        // so p stays at most 2^8 and, once m has settled, most iterations skip the 32 multiplies
+        // and 4 shuffles of the rescale. The vote keeps the branch uniform across the warp.
         float mx = fmaxf(score, __shfl_xor_sync(0xffffffffu, score, 4));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-        const float m_new = fmaxf(m, mx);
-        const float alpha = fast_exp2(m - m_new);  // 0 on the first iteration (m = -inf)
-        const float p = fast_exp2(score - m_new);
+        if (__any_sync(0xffffffffu, mx > m + RESCALE_SLACK)) {  // always on the first iteration
+            const float m_new = fmaxf(m, mx);
+            const float alpha = fast_exp2(m - m_new);  // 0 on the first iteration (m = -inf)
+            l *= alpha;
+            m = m_new;
+#pragma unroll
+            for (int h = 0; h < G; ++h) {
+                const float a = __shfl_sync(0xffffffffu, alpha, half_base + h);
+#pragma unroll
+                for (int j = 0; j < 8; ++j) acc[h][j] *= a;
+            }
+        }
+        const float p = fast_exp2(score - m);
         float psum = p + __shfl_xor_sync(0xffffffffu, p, 4);
         psum += __shfl_xor_sync(0xffffffffu, psum, 8);
-        l = l * alpha + psum;
-        m = m_new;
+        l += psum;
 
-        // P V: every lane needs the 4 heads' alphas and all 16 probabilities of its half.
-#pragma unroll
-        for (int h = 0; h < G; ++h) {
-            const float a = __shfl_sync(0xffffffffu, alpha, half_base + h);
-#pragma unroll
-            for (int j = 0; j < 8; ++j) acc[h][j] *= a;
-        }
+        // P V: every lane needs all 16 probabilities of its half.
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             float vf[8];
@@ -322,24 +338,45 @@ split_kv(const unsigned short* __restrict__ q, const unsigned short* __restrict_
         dst[1] = make_float4(acc[h][4], acc[h][5], acc[h][6], acc[h][7]);
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < G * D; i += THREADS) {
-        const int h = i / D, d = i % D;
-        float big = red_m[0][h];
+    // The 64 weights w = 2^(m_st - M_h), M_h the largest m of head h over the 16 states, are
+    // computed once, by threads 0-63 (one (state, head) pair each; a head's 16 states are 16
+    // adjacent lanes, so the max and the sum L_h = sum w l are xor shuffles inside them), rather
+    // than by every thread for every output it merges: 64 exp2 a CTA instead of 8192.
+    if (threadIdx.x < STATES * G) {
+        const int st = threadIdx.x % STATES, h = threadIdx.x / STATES;
+        const float ms = red_m[st][h];
+        float big = ms;
 #pragma unroll
-        for (int st = 1; st < STATES; ++st) big = fmaxf(big, red_m[st][h]);
-        float sum = 0.0f, val = 0.0f;
+        for (int off = STATES / 2; off > 0; off >>= 1) {
+            big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, off));
+        }
+        const float w = fast_exp2(ms - big);
+        float sum = w * red_l[st][h];
+#pragma unroll
+        for (int off = STATES / 2; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        red_w[st][h] = w;
+        if (st == 0) {
+            cta_m[h] = big;
+            cta_l[h] = sum;
+        }
+    }
+    __syncthreads();
+    {  // thread (h, d2) merges dimensions 2 d2 and 2 d2 + 1 of head h: 16 weighted float2 sums
+        const int h = threadIdx.x / (D / 2), d2 = threadIdx.x % (D / 2);
+        float2 val = make_float2(0.0f, 0.0f);
 #pragma unroll
         for (int st = 0; st < STATES; ++st) {
-            const float w = fast_exp2(red_m[st][h] - big);
-            sum = fmaf(w, red_l[st][h], sum);
-            val = fmaf(w, red_acc[st][h][d], val);
+            const float w = red_w[st][h];
+            const float2 a = *reinterpret_cast<const float2*>(&red_acc[st][h][2 * d2]);
+            val.x = fmaf(w, a.x, val.x);
+            val.y = fmaf(w, a.y, val.y);
         }
         const size_t p = static_cast<size_t>(q_row + h) * splits + split;
-        if (d == 0) {
-            part_m[p] = big;
-            part_l[p] = sum;
+        if (d2 == 0) {
+            part_m[p] = cta_m[h];
+            part_l[p] = cta_l[h];
         }
-        part_acc[p * D + d] = val;
+        reinterpret_cast<float2*>(part_acc + p * D)[d2] = val;
     }
 
     // Publish the partials and take a ticket in one step: after the barrier, thread 0's

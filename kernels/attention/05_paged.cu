@@ -17,7 +17,7 @@
 // 04's rows at the granularity DRAM and the L2 care about (32-byte sectors, 128-byte lines), so
 // the shuffled order should cost only the table copy (one more dependent load before the first K
 // and V loads, ~1 us) and one shared load a warp iteration: expect 04's time plus about a
-// microsecond at every context.
+// microsecond at every context. The loop's lazy rescale and the CTA merge's weights are 04's.
 //
 // Size constraints: as 04 (D = 128, G = 4, T and tokens_per_split multiples of 64, splits <= 256,
 // B * Hkv <= 4096, launches not overlapping), plus T a multiple of the 16-token page (implied),
@@ -40,11 +40,14 @@ constexpr int MERGE_CHUNK = 32;                        // splits whose accumulat
 constexpr int PAGE = 16;                               // tokens per page
 constexpr int MAX_SPLIT_TOKENS = 4096;                 // the launcher keeps tokens_per_split <= this
 constexpr int MAX_SPLIT_PAGES = MAX_SPLIT_TOKENS / PAGE;
+constexpr float RESCALE_SLACK = 8.0f;  // log2 units a score may exceed m before m moves
 
 static_assert(D == 128 && LANES_PER_TOKEN == 16,
               "a half-warp holds one 256-byte row; the xor shuffles 8, 4, 2, 1 stay inside it");
 static_assert(G * D == 2 * THREADS, "the last CTA's merge gives each thread two adjacent outputs");
 static_assert(2 * WARPS == 4 * G, "two warps a query head compute the merge weights");
+static_assert(STATES == 16 && STATES * G == 64,
+              "the CTA merge: a head's 16 states are 16 adjacent lanes of warps 0 and 1");
 static_assert(CTA_TOKENS == 64, "the launcher checks T % 64 == 0 and tokens_per_split % 64 == 0");
 static_assert(MAX_SPLITS % 32 == 0, "each lane of a weight warp holds MAX_SPLITS / 32 (m, l) pairs");
 static_assert(PAGE % WARP_TOKENS == 0, "a warp's 8 tokens of one iteration never straddle two pages");
@@ -188,6 +191,8 @@ paged(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k
     __shared__ float red_m[STATES][G];
     __shared__ float red_l[STATES][G];
     __shared__ __align__(16) float red_acc[STATES][G][D];
+    __shared__ float red_w[STATES][G];
+    __shared__ float cta_m[G], cta_l[G];
     __shared__ float weight[G][MAX_SPLITS];
     __shared__ unsigned int ticket;
     __shared__ int pages[MAX_SPLIT_PAGES];
@@ -277,24 +282,31 @@ paged(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k
         const bool odd = c & 1;
         const float score = (odd ? r2[1] : r2[0]) + __shfl_xor_sync(0xffffffffu, odd ? r2[0] : r2[1], 1);
 
-        // Online softmax of head c % 4 over its 4 new tokens (lanes c, c ^ 4, c ^ 8, c ^ 12).
+        // Online softmax of head c % 4 over its 4 new tokens (lanes c, c ^ 4, c ^ 8, c ^ 12). The
+        // reference m need not be the running maximum, only close to it: it moves (and l and acc
+        // are rescaled) when a new score in the warp would exceed it by more than RESCALE_SLACK,
+        // so p stays at most 2^8 and, once m has settled, most iterations skip the 32 multiplies
+        // and 4 shuffles of the rescale. The vote keeps the branch uniform across the warp.
         float mx = fmaxf(score, __shfl_xor_sync(0xffffffffu, score, 4));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-        const float m_new = fmaxf(m, mx);
-        const float alpha = fast_exp2(m - m_new);  // 0 on the first iteration (m = -inf)
-        const float p = fast_exp2(score - m_new);
+        if (__any_sync(0xffffffffu, mx > m + RESCALE_SLACK)) {  // always on the first iteration
+            const float m_new = fmaxf(m, mx);
+            const float alpha = fast_exp2(m - m_new);  // 0 on the first iteration (m = -inf)
+            l *= alpha;
+            m = m_new;
+#pragma unroll
+            for (int h = 0; h < G; ++h) {
+                const float a = __shfl_sync(0xffffffffu, alpha, half_base + h);
+#pragma unroll
+                for (int j = 0; j < 8; ++j) acc[h][j] *= a;
+            }
+        }
+        const float p = fast_exp2(score - m);
         float psum = p + __shfl_xor_sync(0xffffffffu, p, 4);
         psum += __shfl_xor_sync(0xffffffffu, psum, 8);
-        l = l * alpha + psum;
-        m = m_new;
+        l += psum;
 
-        // P V: every lane needs the 4 heads' alphas and all 16 probabilities of its half.
-#pragma unroll
-        for (int h = 0; h < G; ++h) {
-            const float a = __shfl_sync(0xffffffffu, alpha, half_base + h);
-#pragma unroll
-            for (int j = 0; j < 8; ++j) acc[h][j] *= a;
-        }
+        // P V: every lane needs all 16 probabilities of its half.
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             float vf[8];
@@ -324,24 +336,45 @@ paged(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k
         dst[1] = make_float4(acc[h][4], acc[h][5], acc[h][6], acc[h][7]);
     }
     __syncthreads();
-    for (int i = threadIdx.x; i < G * D; i += THREADS) {
-        const int h = i / D, d = i % D;
-        float big = red_m[0][h];
+    // The 64 weights w = 2^(m_st - M_h), M_h the largest m of head h over the 16 states, are
+    // computed once, by threads 0-63 (one (state, head) pair each; a head's 16 states are 16
+    // adjacent lanes, so the max and the sum L_h = sum w l are xor shuffles inside them), rather
+    // than by every thread for every output it merges: 64 exp2 a CTA instead of 8192.
+    if (threadIdx.x < STATES * G) {
+        const int st = threadIdx.x % STATES, h = threadIdx.x / STATES;
+        const float ms = red_m[st][h];
+        float big = ms;
 #pragma unroll
-        for (int st = 1; st < STATES; ++st) big = fmaxf(big, red_m[st][h]);
-        float sum = 0.0f, val = 0.0f;
+        for (int off = STATES / 2; off > 0; off >>= 1) {
+            big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, off));
+        }
+        const float w = fast_exp2(ms - big);
+        float sum = w * red_l[st][h];
+#pragma unroll
+        for (int off = STATES / 2; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        red_w[st][h] = w;
+        if (st == 0) {
+            cta_m[h] = big;
+            cta_l[h] = sum;
+        }
+    }
+    __syncthreads();
+    {  // thread (h, d2) merges dimensions 2 d2 and 2 d2 + 1 of head h: 16 weighted float2 sums
+        const int h = threadIdx.x / (D / 2), d2 = threadIdx.x % (D / 2);
+        float2 val = make_float2(0.0f, 0.0f);
 #pragma unroll
         for (int st = 0; st < STATES; ++st) {
-            const float w = fast_exp2(red_m[st][h] - big);
-            sum = fmaf(w, red_l[st][h], sum);
-            val = fmaf(w, red_acc[st][h][d], val);
+            const float w = red_w[st][h];
+            const float2 a = *reinterpret_cast<const float2*>(&red_acc[st][h][2 * d2]);
+            val.x = fmaf(w, a.x, val.x);
+            val.y = fmaf(w, a.y, val.y);
         }
         const size_t p = static_cast<size_t>(q_row + h) * splits + split;
-        if (d == 0) {
-            part_m[p] = big;
-            part_l[p] = sum;
+        if (d2 == 0) {
+            part_m[p] = cta_m[h];
+            part_l[p] = cta_l[h];
         }
-        part_acc[p * D + d] = val;
+        reinterpret_cast<float2*>(part_acc + p * D)[d2] = val;
     }
 
     // Publish the partials and take a ticket in one step: after the barrier, thread 0's

@@ -250,6 +250,43 @@ def test_split_kv_merge_in_float32_keeps_the_tolerance(suite: ModuleType) -> Non
     assert 5e-4 < rel_bf16 < decode.tolerance / 3
 
 
+def _lazy_state(
+    s2: np.ndarray, v: np.ndarray, step: int, slack: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """04-05's loop on one softmax state: `step` tokens a turn; the reference m moves (and l, acc
+    are rescaled) only when some new score of any head exceeds it by more than `slack`."""
+    heads = s2.shape[0]
+    m, total, acc = np.full(heads, -np.inf), np.zeros(heads), np.zeros((heads, v.shape[1]))
+    for a in range(0, s2.shape[1], step):
+        sc = s2[:, a : a + step]
+        mx = sc.max(axis=1)
+        if (mx > m + slack).any():
+            m_new = np.maximum(m, mx)
+            alpha = np.exp2(m - m_new)
+            total, acc, m = total * alpha, acc * alpha[:, None], m_new
+        p = np.exp2(sc - m[:, None])
+        assert p.max() <= 2.0**slack
+        total, acc = total + p.sum(axis=1), acc + p @ v[a : a + step]
+    return m, total, acc
+
+
+def test_lazy_rescale_gives_the_same_attention(suite: ModuleType, loaded: LoadedSuite) -> None:
+    for stem in ("04_split_kv", "05_paged"):
+        assert "constexpr float RESCALE_SLACK = 8.0f;" in _version(loaded, stem).source
+    rng = np.random.default_rng(13)
+    t, d, heads = 4096, 128, 4
+    q = rng.standard_normal((heads, d))
+    k = rng.standard_normal((t, d))
+    v = rng.standard_normal((t, d))
+    k[3001] = 4.0 * q[1]  # a late dominant token: the reference must move there
+    k[40:400] *= np.linspace(0.2, 1.0, 360)[:, None]  # slowly rising scores: several moves
+    s2 = (q @ k.T) * (math.log2(math.e) / math.sqrt(d))
+    dense = suite.softmax_attention64(q, k, v)
+    # 16 states of a CTA, each taking 4 tokens a turn, merged as 04-05 merge them.
+    states = [_lazy_state(s2[:, i::16], v[i::16], 4, 8.0) for i in range(16)]
+    np.testing.assert_allclose(_merge(states), dense, rtol=1e-11, atol=1e-13)
+
+
 # --- the paged layout and the references, in NumPy ---------------------------------------
 
 
