@@ -168,7 +168,9 @@ def _reading_order(r: Renderer, course_id: str) -> tuple[list[Any], dict[str, in
 def _sidebar(r: Renderer, course_id: str, cap_id: str, part_id: str) -> Markup:
     """The course sidebar, rendered once per course and edition: every capsule
     page of a course sits at the same depth, so the links are the same on each;
-    only the current part and capsule are marked per page."""
+    only the current part and capsule are marked per page. Its items carry no
+    progress keys (a thousand-capsule course repeats the list on every page);
+    the page's script reads each key from the link instead."""
     key = ("sidebar", course_id)
     if key not in r.memo:
         entry = r.cat.courses[course_id]
@@ -180,10 +182,8 @@ def _sidebar(r: Renderer, course_id: str, cap_id: str, part_id: str) -> Markup:
             parts=parts)
     html: str = r.memo[key]
     html = html.replace(f'<details data-part="{part_id}">', f'<details data-part="{part_id}" open>', 1)
-    html = html.replace(f'<li data-progress="capsule:{cap_id}">',
-                        f'<li data-progress="capsule:{cap_id}" class="current">', 1)
-    html = html.replace(f'<a href="../{cap_id}/index.html">',
-                        f'<a href="../{cap_id}/index.html" aria-current="page">', 1)
+    html = html.replace(f'<li><a href="../{cap_id}/index.html">',
+                        f'<li class="current"><a href="../{cap_id}/index.html" aria-current="page">', 1)
     return Markup(html)
 
 

@@ -73,6 +73,9 @@ def test_progress_survives_reload_and_shows_on_course_and_path(sample_site: str,
 
     page = tab.goto(base + "courses/demo/tiling/index.html")
     assert page.locator(".prereqs [data-progress='capsule:bandwidth'] .done-mark").count() == 1
+    sidebar = page.locator(".sidebar li:has(> a[href='../bandwidth/index.html'])")
+    assert sidebar.locator(".done-mark").count() == 1  # the key comes from the link
+    assert page.locator(".sidebar .done-mark").count() == 1
 
     page = tab.goto(base + "index.html")
     page.locator("[data-resume] a").click()

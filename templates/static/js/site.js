@@ -117,6 +117,13 @@ function markDone(key, done) {
   showProgress();
 }
 
+// The course sidebar's items name their capsule only through the link
+// (../<id>/index.html); give each the progress key the other lists carry.
+for (const link of document.querySelectorAll(".sidebar li > a[href]")) {
+  const id = link.getAttribute("href").match(/(?:^|\/)([^/]+)\/index\.html$/);
+  if (id) link.parentElement.dataset.progress = `capsule:${id[1]}`;
+}
+
 function showProgress() {
   for (const el of document.querySelectorAll("[data-progress]")) {
     const done = Boolean(progress.done[el.dataset.progress]);
