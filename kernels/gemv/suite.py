@@ -4,7 +4,8 @@ One benchmark per weight format, since each reads different bytes:
 
 - `gemv_bf16`: W in bf16 (`01_bf16`);
 - `gemv_w4a16`: W as 4-bit integers, 8 to a 32-bit word, one bf16 scale per row and per
-  group of 128 along K (`02_w4a16`);
+  group of 128 along K (`02_w4a16`), the words tiled in the order the kernel streams them
+  (`tile_w4a16`: a quantised model is packed offline once, so the layout is free to choose);
 - `gemv_fp8`: W in FP8 E4M3, one fp32 scale a row (`03_fp8_e4m3`).
 
 x and y are bf16 throughout (carried as uint16). Each work model counts the bytes of its own
@@ -140,6 +141,31 @@ def unpack_int4(words: Any, xp: Any) -> Any:
     return out.reshape(*w.shape[:-1], -1)
 
 
+# One warp-stage of 02: 16 rows x 2 pieces x 4 lanes of 16 bytes (4 words), 256 values a row.
+TILE_ROWS, TILE_PIECES, TILE_LANES, PIECE_WORDS = 16, 2, 4, 4
+
+
+def tile_w4a16(words: Any, xp: Any) -> Any:
+    """(N, K/8) packed words -> the order 02 streams them: one 2 KB block per warp and stage.
+
+    Block (s, w) holds what warp w (rows 16w..16w+15) reads in stage s (values 256s..256s+255 of
+    each row), and the blocks of stage s lie side by side for w = 0..N/16-1, so the whole grid
+    reads one contiguous window at a time. Inside a block, uint4 32j + L is what lane L copies
+    j-th: j = 2 * piece + half, for row 16w + L/4 + 8 * half and piece 8s + 4 * piece + L % 4.
+    """
+    n, kw = words.shape
+    t = words.reshape(n // TILE_ROWS, 2, 8, kw // 32, TILE_PIECES, TILE_LANES, PIECE_WORDS)
+    # axes: warp, half, g, stage, piece, t, word -> stage, warp, piece, half, g, t, word
+    return xp.ascontiguousarray(t.transpose(3, 0, 4, 1, 2, 5, 6)).reshape(n, kw)
+
+
+def untile_w4a16(tiled: Any, xp: Any) -> Any:
+    """The inverse of `tile_w4a16`: the (N, K/8) words in row order again."""
+    n, kw = tiled.shape
+    t = tiled.reshape(kw // 32, n // TILE_ROWS, TILE_PIECES, 2, 8, TILE_LANES, PIECE_WORDS)
+    return xp.ascontiguousarray(t.transpose(1, 3, 4, 0, 2, 5, 6)).reshape(n, kw)
+
+
 def e4m3_values() -> np.ndarray:
     """float64 value of every E4M3 byte (sign, 4 exponent bits of bias 7, 3 mantissa bits).
 
@@ -190,7 +216,8 @@ def _inputs_w4a16(shape: Shape, rng: Any) -> Arrays:
     n, k = shape["n"], shape["k"]
     codes = (rng.random((n, k), dtype=np.float32) * 16).astype(cupy.uint32)  # uniform 0..15
     scales = np.float32(0.01) + np.float32(0.02) * rng.random((n, k // GROUP), dtype=np.float32)
-    return {"x": _x(shape, rng), "wq": pack_int4(codes, cupy), "scales": to_bf16_bits(scales, cupy)}
+    wq = tile_w4a16(pack_int4(codes, cupy), cupy)
+    return {"x": _x(shape, rng), "wq": wq, "scales": to_bf16_bits(scales, cupy)}
 
 
 def _inputs_fp8(shape: Shape, rng: Any) -> Arrays:
@@ -213,7 +240,7 @@ def _weights_w4a16(inputs: Arrays) -> Any:
     """(q - 8) * s as float64, from the packed words and the bf16 scales."""
     import cupy
 
-    codes = unpack_int4(inputs["wq"], cupy).astype(cupy.float64) - 8.0
+    codes = unpack_int4(untile_w4a16(inputs["wq"], cupy), cupy).astype(cupy.float64) - 8.0
     n, k = codes.shape
     scales = bf16_bits_to_float64(inputs["scales"], cupy)
     return (codes.reshape(n, k // GROUP, GROUP) * scales[:, :, None]).reshape(n, k)

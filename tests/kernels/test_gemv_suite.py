@@ -155,6 +155,28 @@ def test_int4_packing_round_trips_and_puts_pairs_in_halves(suite: ModuleType) ->
     np.testing.assert_array_equal(suite.unpack_int4(words.astype(np.float64), np), codes)
 
 
+def test_w4a16_tiling_round_trips_and_matches_the_kernels_copies(suite: ModuleType) -> None:
+    n, k = 48, 768  # 3 warps of 16 rows, 3 stages of 256 values
+    words = np.arange(n * k // 8, dtype=np.uint32).reshape(n, k // 8)
+    tiled = suite.tile_w4a16(words, np)
+    np.testing.assert_array_equal(suite.untile_w4a16(tiled, np), words)
+    # 02 copies uint4 (stage * N/16 + warp) * 128 + 32 * (2 * piece + half) + lane of the tiled
+    # words into its ring slot for row 16 * warp + lane / 4 + 8 * half, piece 8 * stage +
+    # 4 * piece + lane % 4 of that row
+    vectors = tiled.reshape(-1, 4)
+    for stage in range(k // 256):
+        for warp in range(n // 16):
+            for piece in range(2):
+                for half in range(2):
+                    for lane in range(32):
+                        got = vectors[
+                            (stage * (n // 16) + warp) * 128 + 32 * (2 * piece + half) + lane
+                        ]
+                        row = 16 * warp + lane // 4 + 8 * half
+                        at = 4 * (8 * stage + 4 * piece + lane % 4)
+                        np.testing.assert_array_equal(got, words[row, at : at + 4])
+
+
 def _bf16_value(bits: np.ndarray) -> np.ndarray:
     return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
