@@ -137,43 +137,78 @@ def test_committed_schemas_are_current(tmp_path: Path) -> None:
         assert committed.read_text() == path.read_text(), f"run `curriculum schema`: {path.name}"
 
 
-def test_editions_built_side_by_side_match_one_at_a_time(
-        sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
-    monkeypatch.setenv("CURRICULUM_JOBS", "1")
-    build(sample, out_dir=tmp_path / "one", templates=TEMPLATES)
-    monkeypatch.setenv("CURRICULUM_JOBS", "2")
-    build(sample, out_dir=tmp_path / "two", templates=TEMPLATES)
+def test_editions_built_side_by_side_match_one_at_a_time(tmp_path: Path) -> None:
+    """Each build runs in a fresh interpreter: this one may hold threads (a served site, a
+    browser driver), and a process with threads builds its editions one at a time."""
+    script = ("import sys; from pathlib import Path; import curriculum.build as b; "
+              "assert b._can_fork(), 'no fork here'; "
+              "b.build(Path(sys.argv[1]), out_dir=Path(sys.argv[2]), templates=Path(sys.argv[3]))")
+    for jobs, out in (("1", "one"), ("2", "two")):
+        env = {**os.environ, "SOURCE_DATE_EPOCH": EPOCH, "CURRICULUM_JOBS": jobs}
+        subprocess.run([sys.executable, "-c", script, str(SAMPLE), str(tmp_path / out),
+                        str(TEMPLATES)], check=True, env=env, capture_output=True)
     one, two = tree(tmp_path / "one"), tree(tmp_path / "two")
     assert one.keys() == two.keys()
     assert [k for k in one if one[k] != two[k]] == []
 
 
+def test_a_process_with_threads_builds_in_one_process(
+        sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import curriculum.build as build_module
+
+    monkeypatch.setenv("CURRICULUM_JOBS", "2")
+    stop = threading.Event()
+    waiter = threading.Thread(target=stop.wait)
+    waiter.start()
+    try:
+        assert not build_module._can_fork()
+        forked: list[object] = []
+        monkeypatch.setattr(build_module, "ProcessPoolExecutor",
+                            lambda *a, **k: forked.append(a) or pytest.fail("forked"))
+        build(sample, out_dir=tmp_path / "out", templates=TEMPLATES)
+        assert forked == []
+    finally:
+        stop.set()
+        waiter.join()
+
+
+_FAIL_MEMBER = """
+import sys
+from pathlib import Path
+import curriculum.build as b
+from curriculum.errors import ContentError, Loc
+assert b._can_fork() or sys.argv[4] == "1"
+real = b.check_leaks
+def failing(files, withheld, allowed, edition, diags):
+    real(files, withheld, allowed, edition, diags)
+    if edition == "member":
+        diags.error(Loc("build/member/index.html", 1, 1), "leak.withheld-text", "planted")
+b.check_leaks = failing
+try:
+    b.build(Path(sys.argv[1]), out_dir=Path(sys.argv[2]), templates=Path(sys.argv[3]))
+except ContentError as exc:
+    print("|".join(d.message for d in exc.diagnostics if d.severity == "error"))
+"""
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_one_edition_failing_leaves_both_previous_editions(
-        sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
-    """The member edition (built by a worker when jobs > 1) fails its checks after the
-    public one has passed and staged its folder: neither is swapped in, nothing is left."""
-    import curriculum.build as build_module
-    from curriculum.errors import Loc
-
-    monkeypatch.setenv("CURRICULUM_JOBS", jobs)
+        sample: Path, tmp_path: Path, jobs: str) -> None:
+    """The member edition (built by a forked worker when jobs > 1) fails its checks after
+    the public one has passed and staged its folder: neither is swapped in, nothing is
+    left. The failing build runs in a fresh interpreter, where forking is allowed."""
     out = tmp_path / "out"
     build(sample, out_dir=out, templates=TEMPLATES)
     before = {e: tree(out / e) for e in ("public", "member")}
-    real = build_module.check_leaks
-
-    def failing(files, withheld, allowed, edition, diags):  # type: ignore[no-untyped-def]
-        real(files, withheld, allowed, edition, diags)
-        if edition == "member":
-            diags.error(Loc("build/member/index.html", 1, 1), "leak.withheld-text", "planted")
-
-    monkeypatch.setattr(build_module, "check_leaks", failing)
     (sample / "content/site.yaml").write_text(
         (sample / "content/site.yaml").read_text().replace("title: ", "title: Renamed ", 1))
-    with pytest.raises(ContentError) as info:
-        build(sample, out_dir=out, templates=TEMPLATES)
-    assert [d.message for d in info.value.diagnostics if d.severity == "error"] == ["planted"]
+    env = {**os.environ, "CURRICULUM_JOBS": jobs}
+    done = subprocess.run([sys.executable, "-c", _FAIL_MEMBER, str(sample), str(out),
+                           str(TEMPLATES), jobs], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "planted"
     assert {e: tree(out / e) for e in ("public", "member")} == before
     assert sorted(p.name for p in out.iterdir()) == ["member", "public"], "staged folders left"
 

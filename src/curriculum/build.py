@@ -18,6 +18,7 @@ import datetime as dt
 import hashlib
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -193,11 +194,18 @@ def build_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def _can_fork() -> bool:
+    """Whether workers may be forked: the system can, and this process runs no other thread
+    (a thread holding a lock at the fork would leave that lock held in the worker for good;
+    a caller with threads, such as a test runner driving a browser, builds in one process)."""
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
 @contextlib.contextmanager
 def _side_process() -> Iterator[ProcessPoolExecutor | None]:
     """One forked worker for work that overlaps this process's, or None where builds
     run one process (CURRICULUM_JOBS=1, or no fork on this system)."""
-    if build_jobs() < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if build_jobs() < 2 or not _can_fork():
         yield None
         return
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
@@ -213,7 +221,7 @@ def _run_editions(job: _EditionJob, ids: list[str]
     runs in this process while the workers run the others.
     """
     workers = min(len(ids), build_jobs()) - 1
-    if workers < 1 or "fork" not in multiprocessing.get_all_start_methods():
+    if workers < 1 or not _can_fork():
         return [job.run(e) for e in ids]
     global _JOB
     _JOB = job
