@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import TEMPLATES
 from pydantic import ValidationError
 
 from curriculum.charts import ChartSpec, chart_inputs_hash, render_chart
@@ -204,3 +205,31 @@ def test_inputs_hash_tracks_what_is_drawn(sources: Path) -> None:
         update={"cases": [c.model_copy(update={"gbps": 1.0}) for c in base.cases]}
     )
     assert h != chart_inputs_hash(spec, changed)
+
+
+def test_drawn_charts_are_kept_and_reused(sample: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chart is drawn once per set of inputs; later checks read it from `.cache/charts`."""
+    import curriculum.charts as charts
+    from curriculum.build import check_project
+    from curriculum.measure import CHART_CACHE
+
+    diags, catalog, _ = check_project(sample, TEMPLATES)
+    assert catalog is not None and not diags.errors
+    kept = sorted((sample / CHART_CACHE).glob("*.svg"))
+    assert kept, "the sample project draws at least one chart"
+    for path in kept:
+        path.write_text("<svg>kept</svg>")
+
+    def refuse(*args: object, **kwargs: object) -> str:
+        raise AssertionError("drew a chart that was kept")
+
+    monkeypatch.setattr(charts, "render_chart", refuse)
+    again, catalog, measurements = check_project(sample, TEMPLATES)
+    assert catalog is not None and not again.errors
+    assert measurements is not None and measurements._charts
+    assert {c.svg for c in measurements._charts.values()} == {"<svg>kept</svg>"}
+
+    monkeypatch.undo()
+    kept[0].unlink()  # a chart missing from the cache is drawn and kept again
+    third, _, measurements = check_project(sample, TEMPLATES)
+    assert not third.errors and kept[0].read_text().startswith("<?xml")

@@ -19,6 +19,7 @@ import hashlib
 import multiprocessing
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -99,12 +100,16 @@ def finish_edition(out: Output, view: EditionView, static: dict[str, bytes], dat
 
 
 def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = None,
-          strict: bool = False, templates: Path | None = None, write: bool = True) -> BuildResult:
+          strict: bool = False, templates: Path | None = None, write: bool = True,
+          progress: Callable[[str], None] | None = None) -> BuildResult:
     """Build the chosen editions (all by default) into `out_dir/<edition>/`.
 
     Raises `ContentError` with every diagnostic when the content does not
-    validate, or when `strict` and anything warned.
+    validate, or when `strict` and anything warned. `progress`, if given, is told
+    in a line as each stage ends (a large course takes a while).
     """
+    say = progress or (lambda line: None)
+    started = time.perf_counter()
     root = root.resolve()
     templates = (templates or root / "templates").resolve()
     out_dir = (out_dir or root / "build").resolve()
@@ -120,6 +125,9 @@ def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = 
     diags.raise_if_failed(strict)
     assert catalog is not None and measurements is not None
     chosen = chosen_editions(catalog, editions)
+    say(f"checked {_count(len(catalog.capsules), 'capsule')}, "
+        f"{_count(len(catalog.questions), 'question')} and {_count(len(catalog.paths), 'path')} "
+        f"in {time.perf_counter() - started:.1f} s; rendering {', '.join(chosen)}")
 
     date, epoch = build_date()
     job = _EditionJob(root, templates, catalog, measurements, static_files(templates), date,
@@ -138,6 +146,9 @@ def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = 
         for folder in staged.values():
             discard(folder)
         raise
+    pages = sum(len(o.pages) for o in result.outputs.values())
+    say(f"rendered, indexed and checked {_count(pages, 'page')} in "
+        f"{time.perf_counter() - started:.1f} s")
     for edition_id, folder in staged.items():
         swap_in(folder, out_dir / edition_id)
     return result
@@ -192,6 +203,10 @@ def build_jobs() -> int:
         except ValueError as exc:
             raise UsageError(f"CURRICULUM_JOBS={raw!r} is not a whole number") from exc
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _can_fork() -> bool:

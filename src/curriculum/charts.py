@@ -155,9 +155,12 @@ def chart_inputs_hash(
 
 
 def _matplotlib_version() -> str:
-    import matplotlib
+    from importlib.metadata import PackageNotFoundError, version
 
-    return str(matplotlib.__version__)
+    try:  # not `import matplotlib`: a chart found in the cache is not drawn
+        return version("matplotlib")
+    except PackageNotFoundError:
+        return "absent"
 
 
 def render_chart(spec: ChartSpec, results: ResultsFile, sources_root: Path) -> str:

@@ -50,8 +50,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     editions = None if args.edition in (None, "all") else [args.edition]
     started = time.perf_counter()
+    console = _console()
     result = build(args.root, out_dir=args.out, editions=editions, strict=args.strict,
-                   templates=args.templates)
+                   templates=args.templates, progress=lambda line: console.print(f"[dim]{line}[/]"))
     report(result.diagnostics.sorted())
     out = (args.out or args.root / "build").resolve()
     for edition, output in result.outputs.items():

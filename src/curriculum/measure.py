@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +38,11 @@ class Figure:
     provenance: str
     stale: bool = False
     missing: bool = False
+
+
+# Drawn charts, by the sha256 of everything drawn from (spec, cases, runs, drawing code and
+# matplotlib version): matplotlib takes a few hundred milliseconds a chart.
+CHART_CACHE = Path(".cache") / "charts"
 
 
 @dataclass(frozen=True)
@@ -156,15 +163,37 @@ class Measurements:
             diags.warning(Loc(file, line + 1, 1), "chart.missing",
                           f"no results for {gpu} to draw the {spec.kind} chart of '{spec.topic}'")
             return None
-        try:
-            svg = render_chart(spec, results, self.root)
-        except ValueError as exc:
-            diags.warning(Loc(file, line + 1, 1), "chart.missing", str(exc))
-            return None
         name = f"{spec.kind}-{spec.topic}-{chart_inputs_hash(spec, results)[:12]}.svg"
+        # The cache key also covers the version files on disk, which a ladder shows unmeasured.
+        cached = self.root / CHART_CACHE / f"{chart_inputs_hash(spec, results, self.root)}.svg"
+        try:
+            svg = cached.read_text(encoding="utf-8")
+        except OSError:
+            try:
+                svg = render_chart(spec, results, self.root)
+            except ImportError as exc:  # drawing needs matplotlib; a cached chart did not
+                diags.error(Loc(file, line + 1, 1), "chart.unavailable", f"cannot render charts: {exc}")
+                return None
+            except ValueError as exc:
+                diags.warning(Loc(file, line + 1, 1), "chart.missing", str(exc))
+                return None
+            _keep(cached, svg)
         chart = Chart(svg, name, spec.alt, spec.caption)
         self._charts[key] = chart
         return chart
+
+
+def _keep(path: Path, svg: str) -> None:
+    """Store a drawn chart under its inputs' hash, atomically; a project folder that
+    cannot be written to only costs the drawing next time."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".chart-", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(svg)
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def _provenance(case: CaseResult, run: Run | None) -> str:
