@@ -15,6 +15,7 @@ import json
 import zipfile
 from pathlib import Path
 
+import pytest
 from conftest import TEMPLATES, edit
 
 from curriculum.build import build
@@ -118,3 +119,20 @@ def test_leak_check_stops_the_build(sample: Path, tmp_path: Path) -> None:
     with pytest.raises(ContentError) as info:
         build(sample, out_dir=tmp_path / "out", templates=templates)
     assert any(d.code == "leak.withheld-text" for d in info.value.diagnostics)
+
+
+def test_leak_check_reads_the_search_index(sample: Path, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Withheld text that reached only Pagefind's (gzip'd) records is caught too."""
+    import curriculum.index as index
+    from curriculum.errors import ContentError
+
+    real = index._searchable
+    planted = ("Premium readers learn that a thirty-two by thirty-two tile cuts global reads "
+               "thirty-two fold here.")
+    monkeypatch.setattr(index, "_searchable",
+                        lambda page: real(page).replace("</main>", f"<p>{planted}</p></main>", 1))
+    with pytest.raises(ContentError) as info:
+        build(sample, out_dir=tmp_path / "out", templates=TEMPLATES)
+    where = {str(d.loc) for d in info.value.diagnostics if d.code == "leak.withheld-text"}
+    assert where and all("/static/pagefind/" in w for w in where), where

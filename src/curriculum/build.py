@@ -28,10 +28,10 @@ from types import MappingProxyType
 from typing import Any
 
 from curriculum.catalog import Body, Catalog
-from curriculum.check import check_leaks, check_links
+from curriculum.check import LeakCheck, check_links
 from curriculum.errors import Diagnostic, Diagnostics, Loc, UsageError, did_you_mean
 from curriculum.gating import EditionView, for_edition, public_texts, withheld_texts
-from curriculum.index import add_indexes
+from curriculum.index import add_documents, add_indexes, start_search_index
 from curriculum.load import RawDoc, load_project
 from curriculum.markdown import add_highlighted, highlight_files
 from curriculum.measure import Measurements, measure
@@ -175,10 +175,19 @@ class _EditionJob:
         view = for_edition(self.catalog, edition)
         out = Renderer(view, self.measurements, self.templates, self.root, diags,
                        self.date).render_all()
-        finish_edition(out, view, self.static, self.date)
+        for path, data in self.static.items():
+            out.add(path, data)
+        # What `finish_edition` does, with Pagefind indexing in its own process while the
+        # documents are made and the pages checked; its bundle is checked when it is in.
+        search = start_search_index(out, view.catalog)
+        add_documents(out, view.catalog, self.date)
         check_links(out.files, edition.id, diags)
-        check_leaks(out.files, withheld_texts(self.catalog, view), public_texts(view),
-                    edition.id, diags)
+        leaks = LeakCheck(withheld_texts(self.catalog, view), public_texts(view))
+        leaks.scan(out.files, edition.id, diags)
+        bundle = search()
+        for path, data in bundle.items():
+            out.add(path, data)
+        leaks.scan(bundle, edition.id, diags)
         failed = diags.items if self.strict else diags.errors
         staged = None
         if self.out_dir is not None and not failed:

@@ -16,6 +16,8 @@ same link check over editions already on disk.
 from __future__ import annotations
 
 import bisect
+import contextlib
+import gzip
 import html
 import posixpath
 import re
@@ -32,6 +34,7 @@ _ID = re.compile(r"""id="([^"]+)\"""")  # led by a space: checked per match (fas
 _WORDS = re.compile(r"[a-z0-9]+")
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 SHINGLE = 8
+_PAGEFIND_SIGNATURE = b"pagefind_dcd"
 _SIDEBAR_OPEN = '<nav class="sidebar"'
 _CURRENT_MARKS = re.compile(r' (?:open|class="current"|aria-current="page")(?=[ >])')
 _TAG = re.compile(r"<[^>]+>")
@@ -255,48 +258,65 @@ def shingles(text: str) -> set[tuple[str, ...]]:
 
 def check_leaks(files: dict[str, bytes], withheld: Iterable[str], allowed: Iterable[str],
                 edition: str, diags: Diagnostics) -> None:
-    secret: set[tuple[str, ...]] = set()
-    for text in withheld:
-        secret |= shingles(text)
-    if not secret:
-        return
-    # Runs that the edition may show anyway (a sentence both in a preview and in the
-    # withheld rest) are worked out only once some page holds a withheld run.
-    shown: set[tuple[str, ...]] | None = None
-    allowed = list(allowed)
+    """Every file of `files` against the runs of eight words withheld from the edition."""
+    LeakCheck(withheld, allowed).scan(files, edition, diags)
 
-    def leaks(found: set[tuple[str, ...]]) -> bool:
-        nonlocal shown
+
+class LeakCheck:
+    """The withheld runs of one edition, worked out once; `scan` may be called for several
+    sets of an edition's files (pages first, the search index when it is ready)."""
+
+    def __init__(self, withheld: Iterable[str], allowed: Iterable[str]) -> None:
+        self.secret: set[tuple[str, ...]] = set()
+        for text in withheld:
+            self.secret |= shingles(text)
+        # Runs that the edition may show anyway (a sentence both in a preview and in the
+        # withheld rest) are worked out only once some page holds a withheld run.
+        self.allowed = list(allowed)
+        self.shown: set[tuple[str, ...]] | None = None
+        # A course sidebar repeats on every capsule page; each distinct one is read once
+        # (the per-page marks of the current capsule are ignored).
+        self.seen_navs: dict[str, bool] = {}
+
+    def leaks(self, found: set[tuple[str, ...]]) -> bool:
         if not found:
             return False
-        if shown is None:
-            shown = set()
-            for text in allowed:
-                shown |= shingles(text) & secret
-        return not found <= shown
+        if self.shown is None:
+            self.shown = set()
+            for text in self.allowed:
+                self.shown |= shingles(text) & self.secret
+        return not found <= self.shown
 
-    # A course sidebar repeats on every capsule page; each distinct one is
-    # read once (the per-page marks of the current capsule are ignored).
-    seen_navs: dict[str, bool] = {}
-    for path, data in sorted(files.items()):
-        if path.endswith((".png", ".woff2", ".ico", ".epub")):
-            continue
-        text = data.decode("utf-8", errors="replace")
-        leaked = False
-        if path.endswith(".html"):
-            nav = sidebar_span(text)
-            if nav is not None:
-                start, end, key = nav
-                if key not in seen_navs:
-                    seen_navs[key] = leaks(
-                        shingles(html.unescape(_TAG.sub(" ", key))) & secret)
-                leaked = seen_navs[key]
-                text = f"{text[:start]} {text[end:]}"
-            plain = visible_text(text)
-            raw = _hidden_text(text)
-        else:
-            plain = html.unescape(text)
-            raw = text
-        if leaked or leaks(shingles(plain) & secret) or leaks(shingles(raw) & secret):
-            diags.error(Loc(f"build/{edition}/{path}", 1, 1), "leak.withheld-text",
-                        "holds text withheld from this edition")
+    def scan(self, files: dict[str, bytes], edition: str, diags: Diagnostics) -> None:
+        secret = self.secret
+        if not secret:
+            return
+        for path, data in sorted(files.items()):
+            if path.endswith((".png", ".woff2", ".ico", ".epub")):
+                continue
+            packed = data[:2] == b"\x1f\x8b"  # the search index: gzip'd records of page text
+            if packed:
+                with contextlib.suppress(OSError, EOFError):  # not gzip after all: read as it is
+                    data = gzip.decompress(data).removeprefix(_PAGEFIND_SIGNATURE)
+            text = data.decode("utf-8", errors="replace")
+            leaked = False
+            if packed:
+                plain, raw = text, ""
+            elif path.endswith(".html"):
+                nav = sidebar_span(text)
+                if nav is not None:
+                    start, end, key = nav
+                    if key not in self.seen_navs:
+                        self.seen_navs[key] = self.leaks(
+                            shingles(html.unescape(_TAG.sub(" ", key))) & secret)
+                    leaked = self.seen_navs[key]
+                    text = f"{text[:start]} {text[end:]}"
+                plain = visible_text(text)
+                raw = _hidden_text(text)
+            else:
+                plain = html.unescape(text)
+                raw = text
+            if leaked or self.leaks(shingles(plain) & secret) or \
+                    self.leaks(shingles(raw) & secret):
+                diags.error(Loc(f"build/{edition}/{path}", 1, 1), "leak.withheld-text",
+                            "holds text withheld from this edition")

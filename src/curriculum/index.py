@@ -14,6 +14,7 @@ import json
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape as xml_escape
@@ -45,39 +46,48 @@ def visible_text(page_html: str) -> str:
 _EXCLUDE = [".pager", ".breadcrumbs", ".eyebrow", ".badge", ".meta"]
 
 
-def _pagefind(pages: list[tuple[str, str]], language: str) -> dict[str, bytes]:
-    """Pagefind's bundle for these pages, from one run of its command line.
+class _Pagefind:
+    """Pagefind's bundle for some pages, from one run of its command line, started at once
+    and collected by `result()`, so that the edition's other work runs meanwhile.
 
-    The pages go to a scratch folder, not the site; the bundle is written there and
-    read back. (Pagefind's Python service costs about twice the command's time: it
-    reads each reply after a pause, and sends bundles through one pipe message.)
+    The pages go to a scratch folder, not the site; the bundle is written there and read
+    back. (Pagefind's Python service costs about twice the command's time: it reads each
+    reply after a pause, and sends bundles through one pipe message.)
     """
-    try:
-        from pagefind.service import _must_get_executable
-    except ImportError as exc:
-        raise UsageError("the search index needs Pagefind: pip install 'pagefind[extended]'") from exc
-    try:
-        binary = str(_must_get_executable())
-    except Exception as exc:  # noqa: BLE001 - the wrapper raises its own kinds
-        raise UsageError(f"Pagefind is installed but its program was not found: {exc}") from exc
 
-    with tempfile.TemporaryDirectory(prefix="curriculum-search-") as scratch:
-        site = Path(scratch, "site")
+    def __init__(self, pages: list[tuple[str, str]], language: str) -> None:
+        try:
+            from pagefind.service import _must_get_executable
+        except ImportError as exc:
+            raise UsageError("the search index needs Pagefind: pip install 'pagefind[extended]'") from exc
+        try:
+            binary = str(_must_get_executable())
+        except Exception as exc:  # noqa: BLE001 - the wrapper raises its own kinds
+            raise UsageError(f"Pagefind is installed but its program was not found: {exc}") from exc
+        self.scratch = tempfile.TemporaryDirectory(prefix="curriculum-search-")
+        site = Path(self.scratch.name, "site")
         for path, page_html in pages:
             target = site / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(page_html, encoding="utf-8")
-        bundle = Path(scratch, "_pagefind")
-        command = [binary, "--site", str(site), "--output-path", str(bundle),
+        self.bundle = Path(self.scratch.name, "_pagefind")
+        command = [binary, "--site", str(site), "--output-path", str(self.bundle),
                    "--root-selector", "main", "--keep-index-url", "--silent",
                    "--force-language", language.split("-")[0].lower(),
                    "--exclude-selectors", ", ".join(_EXCLUDE)]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise UsageError(f"Pagefind failed (exit {done.returncode}): "
-                             f"{(done.stderr or done.stdout).strip()[-2000:]}")
-        return {p.relative_to(bundle).as_posix(): p.read_bytes()
-                for p in sorted(bundle.rglob("*")) if p.is_file()}
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True)
+
+    def result(self) -> dict[str, bytes]:
+        try:
+            stdout, stderr = self.process.communicate()
+            if self.process.returncode != 0:
+                raise UsageError(f"Pagefind failed (exit {self.process.returncode}): "
+                                 f"{(stderr or stdout).strip()[-2000:]}")
+            return {p.relative_to(self.bundle).as_posix(): p.read_bytes()
+                    for p in sorted(self.bundle.rglob("*")) if p.is_file()}
+        finally:
+            self.scratch.cleanup()
 
 
 _TITLE = re.compile(r"<title>.*?</title>", re.S)
@@ -96,17 +106,29 @@ def _searchable(page_html: str) -> str:
     return f"<!doctype html><html><head>{head}</head><body>{main.group(0)}</body></html>"
 
 
-def search_index(out: Output, catalog: Catalog) -> dict[str, bytes]:
-    """The edition's Pagefind bundle, from the pages it rendered (in memory, nothing on disk).
+def start_search_index(out: Output, catalog: Catalog) -> Callable[[], dict[str, bytes]]:
+    """Start indexing the edition's pages; the function returned waits for the bundle.
 
     Only pages listed for indexing are added, and each only through its <main>, so the
-    index holds exactly the text the edition shows.
+    index holds exactly the text the edition shows. Pagefind works in its own process, so
+    the caller can go on with other work before asking for the result.
     """
     pages = [(p["path"], _searchable(out.files[p["path"]].decode("utf-8")))
              for p in sorted(out.pages, key=lambda p: p["path"])]
-    files = _pagefind(pages, catalog.site.language)
-    kept = {path: data for path, data in files.items() if _PAGEFIND_KEEP.match(path)}
-    return {PAGEFIND_DIR + path: data for path, data in sorted(canonical_pagefind(kept).items())}
+    running = _Pagefind(pages, catalog.site.language)
+
+    def result() -> dict[str, bytes]:
+        files = running.result()
+        kept = {path: data for path, data in files.items() if _PAGEFIND_KEEP.match(path)}
+        return {PAGEFIND_DIR + path: data
+                for path, data in sorted(canonical_pagefind(kept).items())}
+
+    return result
+
+
+def search_index(out: Output, catalog: Catalog) -> dict[str, bytes]:
+    """The edition's Pagefind bundle (see `start_search_index`), waited for."""
+    return start_search_index(out, catalog)()
 
 
 # -- making Pagefind's output deterministic ---------------------------------------------
@@ -203,9 +225,16 @@ def canonical_pagefind(files: dict[str, bytes]) -> dict[str, bytes]:
 
 
 def add_indexes(out: Output, catalog: Catalog, build_date: str) -> None:
-    base = catalog.site.base_url
-    for path, data in search_index(out, catalog).items():
+    """The search index, EPUBs, sitemap and feed (Pagefind indexes while the rest is made)."""
+    search = start_search_index(out, catalog)
+    add_documents(out, catalog, build_date)
+    for path, data in search().items():
         out.add(path, data)
+
+
+def add_documents(out: Output, catalog: Catalog, build_date: str) -> None:
+    """Everything of `add_indexes` but the search index: EPUBs, sitemap and feed."""
+    base = catalog.site.base_url
     add_epubs(out, catalog, build_date)
 
     urls = sorted(p["path"] for p in out.pages)
