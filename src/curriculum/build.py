@@ -31,7 +31,7 @@ from curriculum.catalog import Body, Catalog
 from curriculum.check import LeakCheck, check_links
 from curriculum.errors import Diagnostic, Diagnostics, Loc, UsageError, did_you_mean
 from curriculum.gating import EditionView, for_edition, public_texts, withheld_texts
-from curriculum.index import add_documents, add_indexes, start_search_index
+from curriculum.index import add_indexes
 from curriculum.load import RawDoc, load_project
 from curriculum.markdown import add_highlighted, highlight_files
 from curriculum.measure import Measurements, measure
@@ -92,11 +92,13 @@ def static_files(templates: Path) -> dict[str, bytes]:
     return files
 
 
-def finish_edition(out: Output, view: EditionView, static: dict[str, bytes], date: str) -> None:
-    """What every edition gets after its pages: static assets and the indexes."""
+def finish_edition(out: Output, view: EditionView, static: dict[str, bytes], date: str,
+                   meanwhile: Callable[[], None] | None = None) -> dict[str, bytes]:
+    """What every edition gets after its pages: static assets and the indexes (see
+    `add_indexes` for `meanwhile`); returns the search index's files."""
     for path, data in static.items():
         out.add(path, data)
-    add_indexes(out, view.catalog, date)
+    return add_indexes(out, view.catalog, date, meanwhile)
 
 
 def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = None,
@@ -115,7 +117,7 @@ def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = 
     out_dir = (out_dir or root / "build").resolve()
     if not templates.is_dir():
         raise UsageError(f"no templates folder at {templates}")
-    with _side_process() as side:
+    with _forked(min(1, build_jobs() - 1)) as side:
         # While this process loads and validates, a second one highlights the code blocks.
         pending = side.submit(highlight_files, sorted((root / "content").rglob("*.md"))) \
             if side is not None else None
@@ -175,18 +177,13 @@ class _EditionJob:
         view = for_edition(self.catalog, edition)
         out = Renderer(view, self.measurements, self.templates, self.root, diags,
                        self.date).render_all()
-        for path, data in self.static.items():
-            out.add(path, data)
-        # What `finish_edition` does, with Pagefind indexing in its own process while the
-        # documents are made and the pages checked; its bundle is checked when it is in.
-        search = start_search_index(out, view.catalog)
-        add_documents(out, view.catalog, self.date)
-        check_links(out.files, edition.id, diags)
         leaks = LeakCheck(withheld_texts(self.catalog, view), public_texts(view))
-        leaks.scan(out.files, edition.id, diags)
-        bundle = search()
-        for path, data in bundle.items():
-            out.add(path, data)
+
+        def check_pages() -> None:  # while Pagefind indexes; its files are checked after
+            check_links(out.files, edition.id, diags)
+            leaks.scan(out.files, edition.id, diags)
+
+        bundle = finish_edition(out, view, self.static, self.date, meanwhile=check_pages)
         leaks.scan(bundle, edition.id, diags)
         failed = diags.items if self.strict else diags.errors
         staged = None
@@ -226,13 +223,14 @@ def _can_fork() -> bool:
 
 
 @contextlib.contextmanager
-def _side_process() -> Iterator[ProcessPoolExecutor | None]:
-    """One forked worker for work that overlaps this process's, or None where builds
-    run one process (CURRICULUM_JOBS=1, or no fork on this system)."""
-    if build_jobs() < 2 or not _can_fork():
+def _forked(workers: int) -> Iterator[ProcessPoolExecutor | None]:
+    """A pool of forked workers beside this process, or None where builds run in one
+    process (fewer than one worker asked for, or `_can_fork` says no)."""
+    if workers < 1 or not _can_fork():
         yield None
         return
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+    with ProcessPoolExecutor(max_workers=workers,
+                             mp_context=multiprocessing.get_context("fork")) as pool:
         yield pool
 
 
@@ -244,14 +242,12 @@ def _run_editions(job: _EditionJob, ids: list[str]
     without copying; each sends back its pages and diagnostics. The first edition
     runs in this process while the workers run the others.
     """
-    workers = min(len(ids), build_jobs()) - 1
-    if workers < 1 or not _can_fork():
-        return [job.run(e) for e in ids]
     global _JOB
     _JOB = job
     try:
-        with ProcessPoolExecutor(max_workers=workers,
-                                 mp_context=multiprocessing.get_context("fork")) as pool:
+        with _forked(min(len(ids), build_jobs()) - 1) as pool:
+            if pool is None:
+                return [job.run(e) for e in ids]
             rest = [pool.submit(_run_job, e) for e in ids[1:]]
             results: list[tuple[Output, list[Diagnostic], Path | None]] = []
             failure: BaseException | None = None

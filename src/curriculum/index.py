@@ -126,10 +126,6 @@ def start_search_index(out: Output, catalog: Catalog) -> Callable[[], dict[str, 
     return result
 
 
-def search_index(out: Output, catalog: Catalog) -> dict[str, bytes]:
-    """The edition's Pagefind bundle (see `start_search_index`), waited for."""
-    return start_search_index(out, catalog)()
-
 
 # -- making Pagefind's output deterministic ---------------------------------------------
 # Pagefind writes each filter's values, and the list of filters, in hash-map order, which
@@ -224,16 +220,14 @@ def canonical_pagefind(files: dict[str, bytes]) -> dict[str, bytes]:
     return out
 
 
-def add_indexes(out: Output, catalog: Catalog, build_date: str) -> None:
-    """The search index, EPUBs, sitemap and feed (Pagefind indexes while the rest is made)."""
+def add_indexes(out: Output, catalog: Catalog, build_date: str,
+                meanwhile: Callable[[], None] | None = None) -> dict[str, bytes]:
+    """The search index, EPUBs, sitemap and feed; returns the search index's files.
+
+    Pagefind indexes in its own process while the rest is made and, if given, while
+    `meanwhile` runs (the files are all in `out` by then, but for the search index).
+    """
     search = start_search_index(out, catalog)
-    add_documents(out, catalog, build_date)
-    for path, data in search().items():
-        out.add(path, data)
-
-
-def add_documents(out: Output, catalog: Catalog, build_date: str) -> None:
-    """Everything of `add_indexes` but the search index: EPUBs, sitemap and feed."""
     base = catalog.site.base_url
     add_epubs(out, catalog, build_date)
 
@@ -270,3 +264,9 @@ def add_documents(out: Output, catalog: Catalog, build_date: str) -> None:
         + "\n".join(entries) + "\n</feed>\n"
     )
     out.add("feed.xml", feed)
+    if meanwhile is not None:
+        meanwhile()
+    bundle = search()
+    for path, data in bundle.items():
+        out.add(path, data)
+    return bundle
