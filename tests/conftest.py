@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from curriculum.bench.api import Version
+    from curriculum.bench.suites import LoadedSuite
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "tests" / "fixtures" / "sample"
 TEMPLATES = REPO / "templates"
+# A kernel entry point as the suites' .cu files declare them; group 1 is its name.
+KERNEL_ENTRY = re.compile(r'extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(')
 
 
 @pytest.fixture
@@ -26,3 +34,8 @@ def edit(root: Path, rel_path: str, old: str, new: str) -> None:
     text = path.read_text(encoding="utf-8")
     assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times in {rel_path}"
     path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def version_named(loaded: LoadedSuite, stem: str) -> Version:
+    """A loaded suite's version by its file stem (`03_decode`)."""
+    return next(v for v in loaded.versions if v.stem == stem)

@@ -14,8 +14,8 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from conftest import KERNEL_ENTRY, version_named
 
-from curriculum.bench.api import Version
 from curriculum.bench.suites import LoadedSuite, load_suite, plan_cases
 
 ATTENTION = Path(__file__).resolve().parents[2] / "kernels" / "attention"
@@ -35,7 +35,6 @@ ENTRIES = {
 }
 PREFILL_HEADLINE = {"b": 8, "h": 16, "s": 4096, "d": 128}
 DECODE_HEADLINE = {"b": 1, "hq": 32, "hkv": 8, "t": 32768, "d": 128}
-ENTRY = re.compile(r'extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(')
 
 
 @pytest.fixture(scope="module")
@@ -47,10 +46,6 @@ def loaded() -> LoadedSuite:
 def suite(loaded: LoadedSuite) -> ModuleType:
     """The imported suite.py, for its helpers."""
     return sys.modules["curriculum_suite_attention"]
-
-
-def _version(loaded: LoadedSuite, stem: str) -> Version:
-    return next(v for v in loaded.versions if v.stem == stem)
 
 
 def _bf16(x: np.ndarray) -> np.ndarray:
@@ -92,7 +87,7 @@ def test_shapes_that_do_not_fit_are_refused(loaded: LoadedSuite, suite: ModuleTy
     assert suite.problems("04_split_kv", {**DECODE_HEADLINE, "b": 1024, "hq": 64, "hkv": 16})
     assert not suite.problems("05_paged", {**DECODE_HEADLINE, "b": 512})
     with pytest.raises(ValueError, match="03_decode"):
-        suite._require_fit(_version(loaded, "03_decode"), {**DECODE_HEADLINE, "t": 32})
+        suite._require_fit(version_named(loaded, "03_decode"), {**DECODE_HEADLINE, "t": 32})
 
 
 def test_work_model_at_the_headlines(loaded: LoadedSuite) -> None:
@@ -132,7 +127,7 @@ def test_split_plan(suite: ModuleType) -> None:
 
 @pytest.mark.parametrize("stem", sorted(EXPECTED))
 def test_header_states_idea_bound_and_constraints(loaded: LoadedSuite, stem: str) -> None:
-    version = _version(loaded, stem)
+    version = version_named(loaded, stem)
     assert re.match(rf"^{stem[:2]} \S.*: \S", version.title), version.title
     text = " ".join(version.header)
     previous = "Idea:" if stem.startswith("01") else f"Idea against 0{int(stem[:2]) - 1}:"
@@ -140,21 +135,21 @@ def test_header_states_idea_bound_and_constraints(loaded: LoadedSuite, stem: str
         assert label in text, f"{stem}: header lacks {label!r}"
     assert "H200" in text and "estimate" in text
     assert "static_assert" in version.source
-    assert set(ENTRY.findall(version.source)) == ENTRIES[stem]
+    assert set(KERNEL_ENTRY.findall(version.source)) == ENTRIES[stem]
 
 
 def test_flash_constants_match_the_launcher(loaded: LoadedSuite, suite: ModuleType) -> None:
-    source = _version(loaded, "02_flash_fwd").source
+    source = version_named(loaded, "02_flash_fwd").source
     consts = {m[0]: int(m[1]) for m in re.findall(r"constexpr int (\w+) = (\d+);", source)}
     assert consts["BM"] == suite.FLASH_BM and consts["D"] == suite.HEAD_DIM
     smem = (consts["BM"] * 128 + 2 * consts["STAGES"] * consts["BN"] * 128) * 2
     assert smem == suite.FLASH_SMEM == 96 * 1024
     assert consts["BM"] // 16 * 32 == suite.FLASH_THREADS
-    paged = _version(loaded, "05_paged").source
+    paged = version_named(loaded, "05_paged").source
     assert f"constexpr int PAGE = {suite.PAGE};" in paged
     assert f"constexpr int MAX_SPLIT_TOKENS = {suite.MAX_SPLIT_TOKENS};" in paged
     for stem in ("04_split_kv", "05_paged"):
-        source = _version(loaded, stem).source
+        source = version_named(loaded, stem).source
         assert f"constexpr int MAX_SPLITS = {suite.MAX_SPLITS};" in source
         assert f"constexpr int MAX_GROUPS = {suite.MAX_GROUPS};" in source
 
@@ -272,7 +267,7 @@ def _lazy_state(
 
 def test_lazy_rescale_gives_the_same_attention(suite: ModuleType, loaded: LoadedSuite) -> None:
     for stem in ("04_split_kv", "05_paged"):
-        assert "constexpr float RESCALE_SLACK = 8.0f;" in _version(loaded, stem).source
+        assert "constexpr float RESCALE_SLACK = 8.0f;" in version_named(loaded, stem).source
     rng = np.random.default_rng(13)
     t, d, heads = 4096, 128, 4
     q = rng.standard_normal((heads, d))

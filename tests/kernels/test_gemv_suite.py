@@ -15,14 +15,13 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from conftest import KERNEL_ENTRY, version_named
 
-from curriculum.bench.api import Version
 from curriculum.bench.suites import LoadedSuite, load_suite, plan_cases
 
 GEMV = Path(__file__).resolve().parents[2] / "kernels" / "gemv"
 EXPECTED = {"01_bf16": "gemv_bf16", "02_w4a16": "gemv_w4a16", "03_fp8_e4m3": "gemv_fp8"}
 HEADLINE = {"batch": 1, "k": 8192, "n": 28672}
-ENTRY = re.compile(r'extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(')
 
 
 @pytest.fixture(scope="module")
@@ -33,10 +32,6 @@ def loaded() -> LoadedSuite:
 @pytest.fixture(scope="module")
 def suite(loaded: LoadedSuite) -> ModuleType:
     return sys.modules["curriculum_suite_gemv"]
-
-
-def _version(loaded: LoadedSuite, stem: str) -> Version:
-    return next(v for v in loaded.versions if v.stem == stem)
 
 
 def _bench(loaded: LoadedSuite, name: str) -> object:
@@ -60,8 +55,8 @@ def test_shapes_sweep_batches_and_stay_past_the_l2(loaded: LoadedSuite) -> None:
 
 @pytest.mark.parametrize("stem", sorted(EXPECTED))
 def test_every_shape_has_a_valid_launch(loaded: LoadedSuite, suite: ModuleType, stem: str) -> None:
-    version = _version(loaded, stem)
-    entries = set(ENTRY.findall(version.source))
+    version = version_named(loaded, stem)
+    entries = set(KERNEL_ENTRY.findall(version.source))
     assert entries == {f"{version.name}_b{b}" for b in suite.BATCHES}
     for shape in loaded.claims[stem].shapes:
         entry, blocks, threads = suite.plan(version, shape)
@@ -71,13 +66,13 @@ def test_every_shape_has_a_valid_launch(loaded: LoadedSuite, suite: ModuleType, 
 
 
 def test_launch_refuses_shapes_that_do_not_fit(loaded: LoadedSuite, suite: ModuleType) -> None:
-    w4 = _version(loaded, "02_w4a16")
+    w4 = version_named(loaded, "02_w4a16")
     with pytest.raises(ValueError, match="k=4160 is not a multiple of 256"):
         suite.plan(w4, {"batch": 1, "k": 4160, "n": 28672})
     with pytest.raises(ValueError, match="batch=3"):
         suite.plan(w4, {"batch": 3, "k": 8192, "n": 28672})
     with pytest.raises(ValueError, match="n=100"):
-        suite.plan(_version(loaded, "01_bf16"), {"batch": 1, "k": 8192, "n": 100})
+        suite.plan(version_named(loaded, "01_bf16"), {"batch": 1, "k": 8192, "n": 100})
 
 
 def test_work_model_at_headline(loaded: LoadedSuite) -> None:
@@ -102,7 +97,7 @@ def test_work_model_at_headline(loaded: LoadedSuite) -> None:
 
 @pytest.mark.parametrize("stem", sorted(EXPECTED))
 def test_header_states_idea_bound_and_constraints(loaded: LoadedSuite, stem: str) -> None:
-    version = _version(loaded, stem)
+    version = version_named(loaded, stem)
     assert re.match(rf"^{stem[:2]} \S.*\S", version.title), version.title
     text = " ".join(version.header)
     previous = "Idea:" if stem.startswith("01") else "Idea against 0"

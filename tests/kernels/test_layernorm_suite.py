@@ -15,6 +15,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from conftest import KERNEL_ENTRY, version_named
 
 from curriculum.bench.api import Version
 from curriculum.bench.kit import blocks_per_sm
@@ -39,7 +40,6 @@ EXPECTED = {
 }
 STEMS = [(topic, stem) for topic, stems in EXPECTED.items() for stem in stems]
 HEADLINE = {"rows": 32768, "cols": 4096}
-ENTRY = re.compile(r'extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(')
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +50,6 @@ def suites() -> dict[str, tuple[LoadedSuite, ModuleType]]:
         loaded = load_suite(KERNELS / topic)
         out[topic] = (loaded, sys.modules[f"curriculum_suite_{topic}"])
     return out
-
-
-def _version(loaded: LoadedSuite, stem: str) -> Version:
-    return next(v for v in loaded.versions if v.stem == stem)
 
 
 @pytest.mark.parametrize("topic", sorted(EXPECTED))
@@ -106,8 +102,8 @@ def test_work_model_at_headline(suites: dict) -> None:
 @pytest.mark.parametrize(("topic", "stem"), STEMS)
 def test_every_shape_has_a_valid_launch(suites: dict, topic: str, stem: str) -> None:
     loaded, module = suites[topic]
-    version = _version(loaded, stem)
-    entries = set(ENTRY.findall(version.source))
+    version = version_named(loaded, stem)
+    entries = set(KERNEL_ENTRY.findall(version.source))
     for shape in loaded.claims[stem].shapes:
         entry, block, *grid = module.plan(version, shape)
         assert entry in entries, f"{stem}: no entry point {entry}"
@@ -124,9 +120,9 @@ def test_every_shape_has_a_valid_launch(suites: dict, topic: str, stem: str) -> 
 def test_launch_refuses_a_shape_that_does_not_fit(suites: dict) -> None:
     loaded, module = suites["layernorm"]
     with pytest.raises(ValueError, match="05_one_pass_registers"):
-        module.plan(_version(loaded, "05_one_pass_registers"), {"rows": 8, "cols": 32768})
+        module.plan(version_named(loaded, "05_one_pass_registers"), {"rows": 8, "cols": 32768})
     with pytest.raises(ValueError, match="cols=4100"):
-        module.plan(_version(loaded, "07_persistent"), {"rows": 8, "cols": 4100})
+        module.plan(version_named(loaded, "07_persistent"), {"rows": 8, "cols": 4100})
 
 
 def test_resident_blocks_follow_registers_and_threads(suites: dict) -> None:
@@ -142,7 +138,7 @@ def test_resident_blocks_follow_registers_and_threads(suites: dict) -> None:
 @pytest.mark.parametrize(("topic", "stem"), STEMS)
 def test_header_states_idea_bound_and_constraints(suites: dict, topic: str, stem: str) -> None:
     loaded, _ = suites[topic]
-    version = _version(loaded, stem)
+    version = version_named(loaded, stem)
     assert re.match(rf"^{stem[:2]} \S.*: \S", version.title), version.title
     text = " ".join(version.header)
     previous = "Idea:" if (topic, stem[:2]) == ("layernorm", "01") else "Idea against "
@@ -348,7 +344,7 @@ def _need_gpu() -> None:
 def test_version_matches_the_reference_on_small_shapes(suites: dict, topic: str, stem: str) -> None:
     _need_gpu()
     loaded, _ = suites[topic]
-    version = _version(loaded, stem)
+    version = version_named(loaded, stem)
     tolerance = loaded.claims[stem].tolerance
     shapes = [{"rows": 96, "cols": c} for c in (1024, 2048, 4096, 16384)]
     for shape, err in zip(shapes, _device_rel_errs(loaded, version, shapes), strict=True):
@@ -362,6 +358,6 @@ def test_large_mean_separates_05_from_06_on_the_device(suites: dict) -> None:
     _need_gpu()
     loaded, _ = suites["layernorm"]
     shape = [{"rows": 256, "cols": 4096, "mean": 1000}]
-    (naive,) = _device_rel_errs(loaded, _version(loaded, "05_one_pass_registers"), shape)
-    (stable,) = _device_rel_errs(loaded, _version(loaded, "06_stable_variance"), shape)
+    (naive,) = _device_rel_errs(loaded, version_named(loaded, "05_one_pass_registers"), shape)
+    (stable,) = _device_rel_errs(loaded, version_named(loaded, "06_stable_variance"), shape)
     assert naive > 100 * stable and naive < loaded.suite.benchmarks[0].tolerance

@@ -13,8 +13,8 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from conftest import KERNEL_ENTRY, version_named
 
-from curriculum.bench.api import Version
 from curriculum.bench.suites import LoadedSuite, load_suite, plan_cases
 
 SOFTMAX = Path(__file__).resolve().parents[2] / "kernels" / "softmax"
@@ -26,7 +26,6 @@ EXPECTED = {
     "05_lse_merge": "softmax_lse_merge",
 }
 HEADLINE = {"rows": 32768, "cols": 4096}
-ENTRY = re.compile(r'extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(')
 
 
 @pytest.fixture(scope="module")
@@ -38,10 +37,6 @@ def loaded() -> LoadedSuite:
 def module(loaded: LoadedSuite) -> ModuleType:
     """The imported suite.py, for its launch plans."""
     return sys.modules["curriculum_suite_softmax"]
-
-
-def _version(loaded: LoadedSuite, stem: str) -> Version:
-    return next(v for v in loaded.versions if v.stem == stem)
 
 
 def test_every_version_claimed_once(loaded: LoadedSuite) -> None:
@@ -76,9 +71,9 @@ def test_work_model_at_headline(loaded: LoadedSuite) -> None:
 
 @pytest.mark.parametrize("stem", sorted(EXPECTED))
 def test_every_shape_has_a_valid_launch(loaded: LoadedSuite, module: ModuleType, stem: str) -> None:
-    version = _version(loaded, stem)
+    version = version_named(loaded, stem)
     bench = loaded.claims[stem]
-    entries = set(ENTRY.findall(version.source))
+    entries = set(KERNEL_ENTRY.findall(version.source))
     for shape in bench.shapes:
         entry, block = module.plan(version, shape)
         assert entry in entries, f"{stem}: no entry point {entry}"
@@ -94,14 +89,14 @@ def test_every_shape_has_a_valid_launch(loaded: LoadedSuite, module: ModuleType,
 
 def test_launch_refuses_a_shape_that_does_not_fit(loaded: LoadedSuite, module: ModuleType) -> None:
     with pytest.raises(ValueError, match="03_block_row"):
-        module.plan(_version(loaded, "03_block_row"), {"rows": 8, "cols": 4096 + 4})
+        module.plan(version_named(loaded, "03_block_row"), {"rows": 8, "cols": 4096 + 4})
     with pytest.raises(ValueError, match="cols=65536"):
-        module.plan(_version(loaded, "03_block_row"), {"rows": 8, "cols": 65536})
+        module.plan(version_named(loaded, "03_block_row"), {"rows": 8, "cols": 65536})
 
 
 @pytest.mark.parametrize("stem", sorted(EXPECTED))
 def test_header_states_idea_bound_and_constraints(loaded: LoadedSuite, stem: str) -> None:
-    version = _version(loaded, stem)
+    version = version_named(loaded, stem)
     assert re.match(rf"^{stem[:2]} \S.*: \S", version.title), version.title
     text = " ".join(version.header)
     previous = "Idea:" if stem.startswith("01") else "Idea against 0"

@@ -12,12 +12,12 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from conftest import KERNEL_ENTRY
 
 from curriculum.bench.suites import LoadedSuite, load_suite, plan_cases
 
 SWIGLU = Path(__file__).resolve().parents[2] / "kernels" / "swiglu"
 HEADLINE = {"tokens": 8192, "d": 28672}
-ENTRY = re.compile(r'extern "C" __global__ void(?:\s+__launch_bounds__\([^)]*\))?\s+(\w+)\s*\(')
 ENTRIES = {"01_unfused": {"unfused_sigmoid", "unfused_mul"}, "02_fused": {"fused"}}
 
 
@@ -41,7 +41,7 @@ def test_one_benchmark_claims_both_versions(loaded: LoadedSuite) -> None:
 
 def test_entry_points_and_grid(loaded: LoadedSuite, suite: ModuleType) -> None:
     for version in loaded.versions:
-        assert set(ENTRY.findall(version.source)) == ENTRIES[version.stem]
+        assert set(KERNEL_ENTRY.findall(version.source)) == ENTRIES[version.stem]
         assert version.stem in suite.LAUNCHES
     bench = loaded.suite.benchmarks[0]
     for shape in bench.shapes:
