@@ -4,9 +4,10 @@ Run on the GPU machine from the repository root:
 
     python3 scripts/gemm_wmma_variants.py          # 4096^3; SIZE=8192 for another size
 
-Each variant is kernels/gemm/10_wmma.cu, or the candidate scripts/wmma_ldm_candidate.cu (fragments
-filled by ldmatrix from lane addresses computed once, in the register order picked by -DA_ORDER
-and -DB_ORDER), with a constant or one code block rewritten; each is checked against cuBLAS's
+Each variant is kernels/gemm/10_wmma.cu, 11_mma_swizzle.cu, or the candidate
+scripts/wmma_ldm_candidate.cu (fragments filled by ldmatrix from lane addresses computed once;
+-DSWIZZLE and -DINTERLEAVE pick its shared layout and when the next tile's copies are issued),
+with a constant or one code block rewritten; each is checked against cuBLAS's
 output first (NaN-poisoned C; a variant that fails is reported and left out), then timed with
 CUDA events after warm-up, the L2 flushed before every launch, median of 25, in two
 alternating rounds. A probe first compares the registers that ldmatrix leaves, in each order,
@@ -28,7 +29,12 @@ import numpy as np
 from cupy_backends.cuda.libs import cublas
 
 SOURCES = {"committed": Path("kernels/gemm/10_wmma.cu").read_text(),
-           "ldm": Path("scripts/wmma_ldm_candidate.cu").read_text()}
+           "ldm": Path("scripts/wmma_ldm_candidate.cu").read_text(),
+           "mma11": Path("kernels/gemm/11_mma_swizzle.cu").read_text()}
+# ONLY=name,name restricts the variants; PROFILE=1 launches each once after the check and skips
+# the timing rounds (for Nsight Compute: one launch a variant, in VARIANTS order).
+ONLY = [n for n in os.environ.get("ONLY", "").split(",") if n]
+PROFILE = os.environ.get("PROFILE") == "1"
 INCLUDE = "-I/usr/local/cuda/include"
 SIZE = int(os.environ.get("SIZE", "4096"))
 M = N = K = SIZE
@@ -44,16 +50,16 @@ GROUPED_ORDER = """    const int tiles_n = gridDim.x, tiles_m = gridDim.y;
 
 VARIANTS: dict[str, dict[str, object]] = {
     "committed": {},
-    "ldm A0 B0": {"source": "ldm", "order": (0, 0)},
-    "ldm A0 B1": {"source": "ldm", "order": (0, 1)},
-    "ldm A1 B0": {"source": "ldm", "order": (1, 0)},
-    "ldm A1 B1": {"source": "ldm", "order": (1, 1)},
-    "ldm A0 B0 grouped": {"source": "ldm", "order": (0, 0), "group": True},
-    "ldm A0 B0 not volatile": {"source": "ldm", "order": (0, 0), "novol": True},
-    "ldm A0 B0 128x128, 3 stages, 2 blocks/SM": {"source": "ldm", "order": (0, 0), "BN": 128,
-                                                 "STAGES": 3, "MIN_BLOCKS": 2},
-    "ldm A0 B0 128x128, 3 stages, 2 blocks/SM grouped": {
-        "source": "ldm", "order": (0, 0), "BN": 128, "STAGES": 3, "MIN_BLOCKS": 2, "group": True},
+    "11 mma.sync": {"source": "mma11"},
+    "ldm": {"source": "ldm"},
+    "ldm interleaved": {"source": "ldm", "defines": {"INTERLEAVE": 1}},
+    "ldm swizzled": {"source": "ldm", "PAD": 0, "defines": {"SWIZZLE": 1}},
+    "ldm swizzled interleaved": {"source": "ldm", "PAD": 0, "defines": {"SWIZZLE": 1, "INTERLEAVE": 1}},
+    "ldm swizzled grouped": {"source": "ldm", "PAD": 0, "defines": {"SWIZZLE": 1}, "group": True},
+    "ldm interleaved 128x128 3 stages 2 blocks/SM": {"source": "ldm", "defines": {"INTERLEAVE": 1},
+                                                      "BN": 128, "STAGES": 3, "MIN_BLOCKS": 2},
+    "ldm swizzled 128x128 3 stages 2 blocks/SM": {"source": "ldm", "PAD": 0, "defines": {"SWIZZLE": 1},
+                                                   "BN": 128, "STAGES": 3, "MIN_BLOCKS": 2},
 }
 
 PROBE = r"""
@@ -118,11 +124,11 @@ def probe() -> dict[str, bool]:
     return found
 
 
-def variant(source: str = "committed", order: tuple[int, int] = (0, 0), novol: bool = False,
+def variant(source: str = "committed", defines: dict[str, int] | None = None, novol: bool = False,
             group: bool = False, **constants: int) -> str:
     src = SOURCES[source]
-    if source == "ldm":
-        src = f"#define A_ORDER {order[0]}\n#define B_ORDER {order[1]}\n" + src
+    for name, value in (defines or {}).items():
+        src = f"#define {name} {value}\n" + src
     if novol:
         src = src.replace('asm volatile("wmma.load', 'asm("wmma.load')
         src = src.replace('asm volatile("ldmatrix', 'asm("ldmatrix')
@@ -137,7 +143,7 @@ def variant(source: str = "committed", order: tuple[int, int] = (0, 0), novol: b
 
 
 def geometry(src: str) -> tuple[dict[str, int], int, int]:
-    g = {k: int(re.search(rf"constexpr int {k} = (\d+);", src).group(1))  # type: ignore[union-attr]
+    g = {k: int(m.group(1)) if (m := re.search(rf"constexpr int {k} = (\d+);", src)) else 0
          for k in ("BM", "BN", "BK", "STAGES", "WM", "WN", "PAD")}
     threads = (g["BM"] // g["WM"]) * (g["BN"] // g["WN"]) * 32
     smem = g["STAGES"] * (g["BM"] * (g["BK"] + g["PAD"]) + g["BK"] * (g["BN"] + g["PAD"])) * 2
@@ -183,11 +189,14 @@ def main() -> None:
     library()
     kernels: dict[str, tuple[Callable[[], None], float]] = {}
     for name, options in VARIANTS.items():
+        if ONLY and name not in ONLY:
+            continue
         src = variant(**options)  # type: ignore[arg-type]
         g, threads, smem = geometry(src)
         module = cp.RawModule(code=src, options=("--std=c++17", "-arch=sm_90", INCLUDE),
                               backend="nvrtc")
-        kernel = module.get_function("gemm_bf16_wmma")
+        entry = "gemm_bf16_mma_swizzle" if options.get("source") == "mma11" else "gemm_bf16_wmma"
+        kernel = module.get_function(entry)
         kernel.max_dynamic_shared_size_bytes = smem
         c = cp.full((M, N), cp.nan, dtype=cp.float32)
         grid = (N // g["BN"], M // g["BM"])
@@ -206,6 +215,11 @@ def main() -> None:
             continue
         kernels[name] = (run, rel)
 
+    if PROFILE:
+        for run, _ in kernels.values():
+            run()
+        cp.cuda.Device().synchronize()
+        return
     results: dict[str, list[float]] = {}
     flops = 2 * M * N * K
     for rnd in range(2):

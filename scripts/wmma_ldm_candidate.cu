@@ -75,6 +75,14 @@ static_assert((BM * BK / CHUNK) % THREADS == 0, "every thread copies the same nu
 static_assert((BK * BN / CHUNK) % THREADS == 0, "every thread copies the same number of B chunks");
 static_assert(THREADS % (BK / CHUNK) == 0 && THREADS % (BN / CHUNK) == 0,
               "a thread keeps the same chunk column on every pass of a copy");
+#ifndef SWIZZLE
+#define SWIZZLE 0  // 1: no padding, 16-byte chunk c of row r stored at c ^ (r % 8) (set PAD to 0)
+#endif
+#ifndef INTERLEAVE
+#define INTERLEAVE 0  // 1: the next tile's copies are spread over the K step's four 16-wide slices
+#endif
+static_assert(!SWIZZLE || PAD == 0, "the swizzled layout has no padding");
+static_assert(SWIZZLE || PAD > 0, "the unswizzled layout needs padding");
 static_assert((AS_STRIDE * 2) % 16 == 0 && (BS_STRIDE * 2) % 16 == 0,
               "padded rows must keep the 16-byte cp.async chunks and ldmatrix rows aligned");
 static_assert((FRAG * AS_STRIDE * 2) % 32 == 0 && (FRAG * BS_STRIDE * 2) % 32 == 0 &&
@@ -82,7 +90,7 @@ static_assert((FRAG * AS_STRIDE * 2) % 32 == 0 && (FRAG * BS_STRIDE * 2) % 32 ==
               "wmma needs every fragment address 32-byte aligned, in every stage");
 static_assert(AS_STRIDE % 8 == 0 && BS_STRIDE % 8 == 0,
               "wmma's leading dimension must be a multiple of 8 bf16");
-static_assert((AS_STRIDE / 2) % 8 == 4 && (BS_STRIDE / 2) % 8 == 4,
+static_assert(SWIZZLE || ((AS_STRIDE / 2) % 8 == 4 && (BS_STRIDE / 2) % 8 == 4),
               "a row stride of 4 x odd words puts 8 consecutive rows on 8 distinct bank quads");
 static_assert(STAGES >= 3, "one barrier per step: the stage refilled was read one step earlier");
 static_assert(MIN_BLOCKS * SMEM_BYTES <= 227 * 1024, "the blocks of an SM must fit its 227 KB of shared memory");
@@ -104,12 +112,6 @@ using FragA = wmma::fragment<wmma::matrix_a, FRAG, FRAG, FRAG, __nv_bfloat16, wm
 using FragB = wmma::fragment<wmma::matrix_b, FRAG, FRAG, FRAG, __nv_bfloat16, wmma::row_major>;
 static_assert(sizeof(FragA) == 16 && sizeof(FragB) == 16, "a bf16 a/b fragment is 4 registers");
 
-#ifndef A_ORDER
-#define A_ORDER 0
-#endif
-#ifndef B_ORDER
-#define B_ORDER 0
-#endif
 
 // ldmatrix straight into a fragment's four registers; `addr` is this lane's row of the tile.
 __device__ __forceinline__ void ldsm_a(FragA& f, unsigned addr) {
@@ -147,36 +149,50 @@ gemm_bf16_wmma(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M, 
     constexpr int B_ROW_STEP = THREADS / (BN / CHUNK);
     const int a_row = tid / (BK / CHUNK), a_col = (tid % (BK / CHUNK)) * CHUNK;
     const int b_row = tid / (BN / CHUNK), b_col = (tid % (BN / CHUNK)) * CHUNK;
+#if SWIZZLE
+    static_assert(A_ROW_STEP % 8 == 0 && B_ROW_STEP % 8 == 0, "a thread's row % 8 never changes");
+    const int a_put = ((a_col / CHUNK) ^ (a_row % 8)) * CHUNK;
+    const int b_put = ((b_col / CHUNK) ^ (b_row % 8)) * CHUNK;
+#else
+    const int a_put = a_col, b_put = b_col;
+#endif
     const __nv_bfloat16* a_src = A + (block_row + a_row) * K + a_col;  // + BK per step
     const __nv_bfloat16* b_src = B + b_row * N + block_col + b_col;   // + BK rows per step
-    const unsigned as_dst = as_base + (a_row * AS_STRIDE + a_col) * 2;
-    const unsigned bs_dst = bs_base + (b_row * BS_STRIDE + b_col) * 2;
+    const unsigned as_dst = as_base + (a_row * AS_STRIDE + a_put) * 2;
+    const unsigned bs_dst = bs_base + (b_row * BS_STRIDE + b_put) * 2;
 
-    auto load_tile = [&](int stage, int tile) {
+    constexpr int PARTS = BK / FRAG;
+    auto load_part = [&](int stage, int tile, int part) {
         const __nv_bfloat16* a = a_src + tile * BK;
         const __nv_bfloat16* b = b_src + tile * BK * N;
 #pragma unroll
-        for (int r = 0; r < BM; r += A_ROW_STEP) {
-            cp_async_16(as_dst + (stage * A_STAGE + r * AS_STRIDE) * 2, a + r * K);
+        for (int c = 0; c < BM / A_ROW_STEP; ++c) {
+            if (part < 0 || c % PARTS == part)
+                cp_async_16(as_dst + (stage * A_STAGE + c * A_ROW_STEP * AS_STRIDE) * 2, a + c * A_ROW_STEP * K);
         }
 #pragma unroll
-        for (int r = 0; r < BK; r += B_ROW_STEP) {
-            cp_async_16(bs_dst + (stage * B_STAGE + r * BS_STRIDE) * 2, b + r * N);
+        for (int c = 0; c < BK / B_ROW_STEP; ++c) {
+            if (part < 0 || c % PARTS == part)
+                cp_async_16(bs_dst + (stage * B_STAGE + c * B_ROW_STEP * BS_STRIDE) * 2, b + c * B_ROW_STEP * N);
         }
     };
+    auto load_tile = [&](int stage, int tile) { load_part(stage, tile, -1); };
 
-#if A_ORDER == 0
     const int a_r = r8 + (quad & 1) * 8, a_c = (quad >> 1) * 8;
-#else
-    const int a_r = r8 + (quad >> 1) * 8, a_c = (quad & 1) * 8;
-#endif
-#if B_ORDER == 0
     const int b_r = r8 + (quad & 1) * 8, b_c = (quad >> 1) * 8;
+#if SWIZZLE
+    // every row a lane points at has row % 8 == r8: the chunk it reads is XOR-ed with r8
+    unsigned a_lane[PARTS], b_lane[FN];
+#pragma unroll
+    for (int q = 0; q < PARTS; ++q)
+        a_lane[q] = ((warp_row + a_r) * AS_STRIDE + (((q * FRAG + a_c) / CHUNK) ^ r8) * CHUNK) * 2;
+#pragma unroll
+    for (int j = 0; j < FN; ++j)
+        b_lane[j] = (b_r * BS_STRIDE + (((warp_col + j * FRAG + b_c) / CHUNK) ^ r8) * CHUNK) * 2;
 #else
-    const int b_r = r8 + (quad >> 1) * 8, b_c = (quad & 1) * 8;
-#endif
     const unsigned a_lane = ((warp_row + a_r) * AS_STRIDE + a_c) * 2;
     const unsigned b_lane = (b_r * BS_STRIDE + warp_col + b_c) * 2;
+#endif
 
     wmma::fragment<wmma::accumulator, FRAG, FRAG, FRAG, float> acc[FM][FN];
 #pragma unroll
@@ -199,23 +215,43 @@ gemm_bf16_wmma(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M, 
         cp_async_wait<STAGES - 2>();  // this thread's copies of step t have landed
         __syncthreads();              // everyone's have, and nobody still reads step t-1's stage
         const int next = t + STAGES - 1;
+#if !INTERLEAVE
         if (next < k_tiles) load_tile(next % STAGES, next);  // refills the stage of step t-1
         cp_async_commit();
+#endif
         const int stage = t % STAGES;
+#if SWIZZLE
+        const unsigned as = as_base + stage * A_STAGE * 2;
+        const unsigned bs = bs_base + stage * B_STAGE * 2;
+#else
         const unsigned as = as_base + stage * A_STAGE * 2 + a_lane;
         const unsigned bs = bs_base + stage * B_STAGE * 2 + b_lane;
+#endif
 #pragma unroll
         for (int kk = 0; kk < BK; kk += FRAG) {
+#if SWIZZLE
+#pragma unroll
+            for (int i = 0; i < FM; ++i) ldsm_a(a_frag[i], as + a_lane[kk / FRAG] + i * FRAG * AS_STRIDE * 2);
+#pragma unroll
+            for (int j = 0; j < FN; ++j) ldsm_b(b_frag[j], bs + b_lane[j] + kk * BS_STRIDE * 2);
+#else
 #pragma unroll
             for (int i = 0; i < FM; ++i) ldsm_a(a_frag[i], as + (i * FRAG * AS_STRIDE + kk) * 2);
 #pragma unroll
             for (int j = 0; j < FN; ++j) ldsm_b(b_frag[j], bs + (kk * BS_STRIDE + j * FRAG) * 2);
+#endif
+#if INTERLEAVE
+            if (next < k_tiles) load_part(next % STAGES, next, kk / FRAG);
+#endif
 #pragma unroll
             for (int i = 0; i < FM; ++i) {
 #pragma unroll
                 for (int j = 0; j < FN; ++j) wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
             }
         }
+#if INTERLEAVE
+        cp_async_commit();
+#endif
     }
     cp_async_wait<0>();  // only empty groups remain; leave none behind at exit
 #pragma unroll

@@ -6,7 +6,7 @@
 // tiles, the thread level replaced by WMMA fragments (one mma_sync per 16x16
 // accumulator per 16 values of k), a cp.async ring with one barrier per K
 // step, and conflict-free shared reads.
-// Four details decide the speed here:
+// Five details decide the speed here:
 // - Tiles. A 128x256 block tile of 8 warps, each owning 64x64 of C (4x4
 //   accumulators): per 16 values of k a warp loads 4 A and 4 B fragments for
 //   16 mma_sync, and a block reads (128 + 256) rows of K per 128 * 256
@@ -16,13 +16,26 @@
 //   (8-way conflicts). Rows padded by 16 bytes (A: 72 bf16, B: 264 bf16)
 //   shift each row by 4 banks: every fragment read is conflict-free, and
 //   the 16-byte cp.async chunks stay aligned.
-// - The shared state space. nvcuda::wmma::load_matrix_sync takes a generic
-//   pointer and compiles (nvcc 13.0) to four generic 32-bit loads per lane
-//   plus a register transpose (MOVM) for each row-major B fragment. The same
-//   PTX instruction written with .shared (wmma.load ... .shared.bf16)
-//   compiles to one ldmatrix (LDSM.16.M88.4 for A, LDSM.16.MT88.4, which
-//   transposes, for B), so fragments are loaded that way; mma_sync, the
-//   fragments and the store stay nvcuda::wmma.
+// - Fragments from lane addresses computed once. load_matrix_sync (and the
+//   PTX wmma.load under it) takes a base and a row stride, and ptxas rebuilds
+//   each lane's row address from them before every load: two integer
+//   instructions per fragment, 64 per K step. Here each lane computes its row
+//   address in the A and B tiles once; in the loop a fragment's address is
+//   the stage base plus that offset plus a constant, and one ldmatrix (.trans
+//   for B) writes the fragment's four registers. The order of the registers
+//   inside a wmma::fragment is not promised by the API; for bf16 m16n16k16 on
+//   sm_90 it is the order of the two m16n8k16 mma operands, which is the order
+//   these ldmatrix lane addresses produce (a probe compared the registers bit
+//   for bit with load_matrix_sync's; a different order would give a wrong
+//   product, which the suite's float64 check at every shape would catch).
+//   mma_sync, the accumulators and store_matrix_sync stay nvcuda::wmma.
+// - Copies spread over the K step. A padded row does not start on a 128-byte
+//   line, so a warp's 512 bytes of one cp.async land on 8 (A) or 5 (B)
+//   shared-memory lines instead of 4. Issued as one burst of 12 after the
+//   barrier, those copies back up the LSU queue, and the first fragment load
+//   of the step waits behind them (its register was the address of the last
+//   copy). Issued 3 at a time after each 16-wide slice's fragment loads, the
+//   slice's 32 mma cover them.
 // - Depth. K steps of 64 in four stages keep three steps (192 values of k)
 //   in flight. Four padded stages are 204 KB, above the 48 KB of static
 //   shared memory, so the ring is dynamic shared memory and the launcher
@@ -34,11 +47,11 @@
 // so still compute-bound. WMMA compiles to mma.sync (HMMA.16816), which on
 // Hopper reaches about two thirds of the wgmma rate. Shared memory: a 64x64
 // warp tile reads 1 wavefront (128 bytes) per HMMA.16816 and the tile fill
-// writes about 0.4 more, so it is not the limit (the same warps on a 128x128
-// tile gained almost nothing when their shared-memory reads per HMMA fell by
-// a third). Traffic from L2 is the lever: 512 blocks * 384 rows * 4096 * 2 B
-// = 1.6 GB per product instead of 2.1 GB. ~360-420 TFLOP/s, ~47-55% of
-// cuBLAS's ~770 (estimate).
+// writes about 0.4 more, so it is not the limit. Traffic from L2:
+// 512 blocks * 384 rows * 4096 * 2 B = 1.6 GB per product. With two warps a
+// scheduler there is little to hide a stall behind, so the copies' cost in
+// the LSU is what is left: ~370-400 TFLOP/s, ~48-53% of cuBLAS's ~770
+// (estimate).
 //
 // Constraints: M a multiple of 128, N of 256, K of 64 (full tiles); 16-byte
 // aligned rows (K and N multiples of 8, implied); 32-bit indices.
@@ -100,24 +113,24 @@ __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING) : "memory");
 }
 
-// The PTX wmma loads with the .shared state space (ldmatrix in SASS). `ld` is
-// the row stride in elements; the four registers are the fragment's 8 bf16.
 using FragA = wmma::fragment<wmma::matrix_a, FRAG, FRAG, FRAG, __nv_bfloat16, wmma::row_major>;
 using FragB = wmma::fragment<wmma::matrix_b, FRAG, FRAG, FRAG, __nv_bfloat16, wmma::row_major>;
 static_assert(sizeof(FragA) == 16 && sizeof(FragB) == 16, "a bf16 a/b fragment is 4 registers");
 
-__device__ __forceinline__ void load_a_shared(FragA& f, unsigned addr, int ld) {
+// ldmatrix straight into a fragment's four registers; `addr` is this lane's row of the tile:
+// lanes 0-7 rows 0-7 of the first 8 columns, 8-15 rows 8-15, 16-31 the same for columns 8-15.
+__device__ __forceinline__ void ldsm_a(FragA& f, unsigned addr) {
     unsigned* r = reinterpret_cast<unsigned*>(f.x);
-    asm volatile("wmma.load.a.sync.aligned.row.m16n16k16.shared.bf16 {%0, %1, %2, %3}, [%4], %5;\n"
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr), "r"(ld));
+                 : "r"(addr));
 }
 
-__device__ __forceinline__ void load_b_shared(FragB& f, unsigned addr, int ld) {
+__device__ __forceinline__ void ldsm_b(FragB& f, unsigned addr) {
     unsigned* r = reinterpret_cast<unsigned*>(f.x);
-    asm volatile("wmma.load.b.sync.aligned.row.m16n16k16.shared.bf16 {%0, %1, %2, %3}, [%4], %5;\n"
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr), "r"(ld));
+                 : "r"(addr));
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
@@ -129,6 +142,7 @@ gemm_bf16_wmma(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M, 
 
     const int tid = threadIdx.x;
     const int warp = tid / 32;
+    const int lane = tid % 32, quad = lane / 8, r8 = lane % 8;
     const int warp_row = (warp / WARPS_N) * WM;
     const int warp_col = (warp % WARPS_N) * WN;
     const int block_row = blockIdx.y * BM;
@@ -145,18 +159,32 @@ gemm_bf16_wmma(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M, 
     const unsigned as_dst = as_base + (a_row * AS_STRIDE + a_col) * 2;
     const unsigned bs_dst = bs_base + (b_row * BS_STRIDE + b_col) * 2;
 
-    auto load_tile = [&](int stage, int tile) {
+    // A tile's copies in PARTS parts, one per 16-wide slice of the K step (part -1: all of them).
+    constexpr int PARTS = BK / FRAG;
+    static_assert((BM / A_ROW_STEP) % PARTS == 0 && (BK / B_ROW_STEP) % PARTS == 0,
+                  "every slice issues the same number of copies");
+    auto load_part = [&](int stage, int tile, int part) {
         const __nv_bfloat16* a = a_src + tile * BK;
         const __nv_bfloat16* b = b_src + tile * BK * N;
 #pragma unroll
-        for (int r = 0; r < BM; r += A_ROW_STEP) {
-            cp_async_16(as_dst + (stage * A_STAGE + r * AS_STRIDE) * 2, a + r * K);
+        for (int c = 0; c < BM / A_ROW_STEP; ++c) {
+            if (part < 0 || c % PARTS == part)
+                cp_async_16(as_dst + (stage * A_STAGE + c * A_ROW_STEP * AS_STRIDE) * 2, a + c * A_ROW_STEP * K);
         }
 #pragma unroll
-        for (int r = 0; r < BK; r += B_ROW_STEP) {
-            cp_async_16(bs_dst + (stage * B_STAGE + r * BS_STRIDE) * 2, b + r * N);
+        for (int c = 0; c < BK / B_ROW_STEP; ++c) {
+            if (part < 0 || c % PARTS == part)
+                cp_async_16(bs_dst + (stage * B_STAGE + c * B_ROW_STEP * BS_STRIDE) * 2, b + c * B_ROW_STEP * N);
         }
     };
+    auto load_tile = [&](int stage, int tile) { load_part(stage, tile, -1); };
+
+    // This lane's ldmatrix row in a 16x16 fragment: row r8 + 8 * (quad & 1), column 8 * (quad >> 1)
+    // (for B, read transposed, row is k and column is n). Computed once.
+    const int a_r = r8 + (quad & 1) * 8, a_c = (quad >> 1) * 8;
+    const int b_r = r8 + (quad & 1) * 8, b_c = (quad >> 1) * 8;
+    const unsigned a_lane = ((warp_row + a_r) * AS_STRIDE + a_c) * 2;
+    const unsigned b_lane = (b_r * BS_STRIDE + warp_col + b_c) * 2;
 
     wmma::fragment<wmma::accumulator, FRAG, FRAG, FRAG, float> acc[FM][FN];
 #pragma unroll
@@ -179,27 +207,24 @@ gemm_bf16_wmma(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M, 
         cp_async_wait<STAGES - 2>();  // this thread's copies of step t have landed
         __syncthreads();              // everyone's have, and nobody still reads step t-1's stage
         const int next = t + STAGES - 1;
-        if (next < k_tiles) load_tile(next % STAGES, next);  // refills the stage of step t-1
-        cp_async_commit();
         const int stage = t % STAGES;
-        const unsigned as = as_base + stage * A_STAGE * 2;
-        const unsigned bs = bs_base + stage * B_STAGE * 2;
+        const unsigned as = as_base + stage * A_STAGE * 2 + a_lane;
+        const unsigned bs = bs_base + stage * B_STAGE * 2 + b_lane;
 #pragma unroll
         for (int kk = 0; kk < BK; kk += FRAG) {
 #pragma unroll
-            for (int i = 0; i < FM; ++i) {
-                load_a_shared(a_frag[i], as + ((warp_row + i * FRAG) * AS_STRIDE + kk) * 2, AS_STRIDE);
-            }
+            for (int i = 0; i < FM; ++i) ldsm_a(a_frag[i], as + (i * FRAG * AS_STRIDE + kk) * 2);
 #pragma unroll
-            for (int j = 0; j < FN; ++j) {
-                load_b_shared(b_frag[j], bs + (kk * BS_STRIDE + warp_col + j * FRAG) * 2, BS_STRIDE);
-            }
+            for (int j = 0; j < FN; ++j) ldsm_b(b_frag[j], bs + (kk * BS_STRIDE + j * FRAG) * 2);
+            // a quarter of the next tile's copies (refilling the stage of step t-1)
+            if (next < k_tiles) load_part(next % STAGES, next, kk / FRAG);
 #pragma unroll
             for (int i = 0; i < FM; ++i) {
 #pragma unroll
                 for (int j = 0; j < FN; ++j) wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
             }
         }
+        cp_async_commit();  // one group per step, empty past the end
     }
     cp_async_wait<0>();  // only empty groups remain; leave none behind at exit
 #pragma unroll

@@ -1,22 +1,24 @@
 // 11 mma.sync + swizzle: PTX tensor-core ops fed by ldmatrix from XOR-swizzled tiles
 //
-// Idea against 10: keep the warp-level tensor-core instruction but feed it
-// by hand, and spend what that saves on a larger tile. Four changes:
-// (1) fragments come from ldmatrix (one instruction loads four 8x8 bf16
-// matrices for the whole warp, .trans transposes B on the way) feeding
-// mma.sync.m16n8k16 written in PTX, with addresses computed once per lane
-// instead of from a stride on every load; (2) each 16-byte chunk of a tile
-// row is stored at chunk ^ (row % 8), so the 8 rows an ldmatrix reads at one
-// chunk column land in 8 different bank groups (conflict-free) with no
-// padding, and the cp.async writes stay conflict-free too; (3) the space
-// padding would cost buys a 128x256 block tile in a 4-stage cp.async ring
-// (4 * 48 KB = 192 KB, one block per SM): per FLOP, a third less traffic from
-// L2 than 10's 128x128 tile (each block reads (128 + 256) rows of K per
-// 128 * 256 outputs instead of 256 per 128 * 128), and three K steps (192
-// values of k) in flight; (4) blocks are numbered in groups of 8 block rows,
-// walked column by column, so the blocks resident at once share A and B
-// panels in L2. 8 warps as 2x4 warp tiles of 64x64, as in 10: per 16 values
-// of k a warp issues 4 ldmatrix for A, 4 for B and 32 mma.
+// Idea against 10: the same tile, ring and fragment loads, with the padding
+// replaced by a swizzle and WMMA by the PTX instruction under it. Four changes:
+// (1) each 16-byte chunk of a tile row is stored at chunk ^ (row % 8), so the
+// 8 rows an ldmatrix reads at one chunk column land in 8 different bank
+// groups (conflict-free) with no padding, and every row starts on a 128-byte
+// line: a warp's 512 bytes of one cp.async fill exactly 4 lines of shared
+// memory, where 10's padded rows spread them over 5 or 8. That is what lets
+// the 12 copies of a K step go out in one burst after the barrier without
+// backing up the LSU queue (10 has to spread them over the step); (2) the
+// space padding would cost (12 KB) is saved: 4 * 48 KB = 192 KB for the
+// 128x256 block tile's 4-stage ring; (3) the fragments feed
+// mma.sync.m16n8k16 written in PTX, whose accumulator layout is documented,
+// so C leaves as float2 stores from registers instead of through WMMA's
+// store; (4) blocks are numbered in groups of 8 block rows, walked column by
+// column, so the blocks resident at once share A and B panels in L2. 8 warps
+// as 2x4 warp tiles of 64x64, as in 10: per 16 values of k a warp issues 4
+// ldmatrix for A, 4 for B and 32 mma. A timing script
+// (scripts/gemm_wmma_variants.py) put the swizzle alone on 10 within a few
+// tenths of a percent of this file: (1) is the change that counts.
 //
 // Expected bound (estimate), M = N = K = 4096 on an H200: 137 GFLOP against
 // ~990 TFLOP/s dense bf16 (datasheet) is 0.14 ms; the instruction is still
