@@ -1,0 +1,418 @@
+"""Variants of kernels/attention/04_split_kv.cu side by side: a scratch A/B, not a bench case.
+
+Run on the GPU machine from the repository root:
+
+    python3 scripts/attention_splitkv_variants.py            # check, then time every variant
+    python3 scripts/attention_splitkv_variants.py --profile  # one variant a few launches, for ncu
+
+Each variant is the recorded source with one or more text blocks rewritten (every anchor must
+occur exactly once), launched with the split plan of suite.py's `plan_splits` unless the variant
+names its own. Each (variant, context) pair is first checked against a float64 reference on fresh
+random inputs with a NaN-poisoned output, then timed with CUDA events after warm-up, the L2
+flushed (written, then read) before every launch, median of REPS launches, in two alternating
+rounds. The copy ceiling is measured the way the suite measures it (the better of a device memcpy
+and a float4 copy kernel over 2 GiB, bytes = read + write) in the same process, and each time is
+given as a percentage of the floor (K + V + q + out bytes at that ceiling). Writes
+$OUT/splitkv_ab.json and prints a table last.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+SOURCE_PATH = Path("kernels/attention/04_split_kv.cu")
+HQ, HKV, D, B = 32, 8, 128, 1
+CONTEXTS = (1024, 4096, 32768)
+HEADLINE = 32768
+REPS = int(os.environ.get("REPS", "30"))
+TOL = 5e-3
+LOG2E = 1.4426950408889634
+OUT = Path(os.environ.get("OUT", "/tmp"))
+OUT.mkdir(parents=True, exist_ok=True)
+
+# --- source rewriting -------------------------------------------------------------------------
+
+LOAD_LINE = "        r[u] = __ldg(reinterpret_cast<const uint4*>(head + row));\n"
+LOAD_ANCHOR = "// The lane's chunks of the UNROLL rows"
+
+
+def stream_load_source(qualifiers: str, policy: bool = False) -> str:
+    """A 16-byte streaming load with the given PTX qualifiers (optionally an L2 policy)."""
+    if policy:
+        body = (
+            "    unsigned long long pol;\n"
+            '    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\\n" : "=l"(pol));\n'
+            f'    asm("ld.global.nc{qualifiers}.L2::cache_hint.v4.u32 {{%0, %1, %2, %3}}, [%4], %5;\\n"\n'
+            '        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p), "l"(pol));\n'
+        )
+    else:
+        body = (
+            f'    asm("ld.global.nc{qualifiers}.v4.u32 {{%0, %1, %2, %3}}, [%4];\\n"\n'
+            '        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));\n'
+        )
+    return (
+        "__device__ __forceinline__ uint4 ld_stream(const uint4* p) {\n"
+        "    uint4 r;\n" + body + "    return r;\n}\n\n"
+    )
+
+
+def hint_edits(qualifiers: str, policy: bool = False) -> list[tuple[str, str]]:
+    return [
+        (LOAD_ANCHOR, stream_load_source(qualifiers, policy) + LOAD_ANCHOR),
+        (LOAD_LINE, "        r[u] = ld_stream(reinterpret_cast<const uint4*>(head + row));\n"),
+    ]
+
+
+# Each CTA starts its walk at a different step of its range and wraps around, so CTAs that
+# stream at the same time do not sit at the same offset of equally aligned ranges.
+ROTATE_EDITS = [
+    (
+        "    int t = t_begin + warp * WARP_TOKENS;\n",
+        "    const int nsteps = (t_end - t_begin) / CTA_TOKENS;\n"
+        "    int step = 0;\n"
+        "    int t = t_begin + ((split * 7 + hk * 3) % nsteps) * CTA_TOKENS + warp * WARP_TOKENS;\n",
+    ),
+    (
+        "        const int t_next = t + CTA_TOKENS;\n        const bool more = t_next < t_end;\n",
+        "        int t_next = t + CTA_TOKENS;\n"
+        "        if (t_next >= t_end) t_next -= t_end - t_begin;\n"
+        "        const bool more = ++step < nsteps;\n",
+    ),
+]
+
+# CTAs numbered group-fastest (each group gets CTAs the block scheduler places first and
+# second on their SMs), and the last 1 / POOL_DIV of every split's range put into a pool shared
+# by the splits of one residue class modulo NPOOL: a warp first walks its static steps, then draws
+# 8-token chunks from the pool's counter (lane 0, one draw ahead), so warps that run ahead take
+# more of the tail. Only when every split is full (T % tokens_per_split == 0) and has >= 2 steps.
+def balance_edits(npool: int, pool_div: int) -> list[tuple[str, str]]:
+    return [
+        (
+            "__device__ unsigned int group_tickets[MAX_GROUPS] = {};\n",
+            "__device__ unsigned int group_tickets[MAX_GROUPS] = {};\n"
+            f"constexpr int NPOOL = {npool};\n"
+            f"constexpr int POOL_DIV = {pool_div};\n"
+            "constexpr int POOL_STRIDE = 32;  // one 128-byte line a counter\n"
+            "__device__ unsigned int pool_tickets[MAX_GROUPS * NPOOL * POOL_STRIDE] = {};\n",
+        ),
+        (
+            "    const int split = blockIdx.x, splits = gridDim.x;\n"
+            "    const int hk = blockIdx.y, kv_heads = gridDim.y, b = blockIdx.z;\n"
+            "    const int group = b * kv_heads + hk;\n",
+            "    const int splits = gridDim.x, kv_heads = gridDim.y;\n"
+            "    const int groups_all = kv_heads * gridDim.z;\n"
+            "    const int linear = blockIdx.x + splits * (blockIdx.y + kv_heads * blockIdx.z);\n"
+            "    const int group = linear % groups_all, split = linear / groups_all;\n",
+        ),
+        (
+            "    int t = t_begin + warp * WARP_TOKENS;\n",
+            "    int t = t_begin + warp * WARP_TOKENS;\n"
+            "    const int steps = (t_end - t_begin) / CTA_TOKENS;\n"
+            "    const bool pooled = T % tokens_per_split == 0 && steps >= 2;\n"
+            "    const int static_steps = pooled ? steps - max(1, steps / POOL_DIV) : steps;\n"
+            "    const int pool = split % NPOOL;\n"
+            "    const unsigned members = (splits - pool + NPOOL - 1) / NPOOL;\n"
+            "    const unsigned pool_chunks = pooled ? members * (steps - static_steps) * WARPS : 0u;\n"
+            "    const int pool_base = pool * tokens_per_split + static_steps * CTA_TOKENS;\n"
+            "    const int ctr = (group * NPOOL + pool) * POOL_STRIDE;\n"
+            "    int left = static_steps - 1;  // static iterations after the current one\n"
+            "    unsigned drawn = 0;\n"
+            "    if (left == 0 && pool_chunks > 0 && lane == 0) drawn = atomicAdd(&pool_tickets[ctr], 1u);\n",
+        ),
+        (
+            "        const int t_next = t + CTA_TOKENS;\n        const bool more = t_next < t_end;\n",
+            "        int t_next;\n"
+            "        bool more;\n"
+            "        if (left > 0) {\n"
+            "            --left;\n"
+            "            t_next = t + CTA_TOKENS;\n"
+            "            more = true;\n"
+            "            if (left == 0 && pool_chunks > 0 && lane == 0) drawn = atomicAdd(&pool_tickets[ctr], 1u);\n"
+            "        } else {\n"
+            "            const unsigned d = __shfl_sync(0xffffffffu, drawn, 0);\n"
+            "            more = d < pool_chunks;\n"
+            "            const unsigned i = d % members, kk = d / members;\n"
+            "            t_next = pool_base + static_cast<int>(i) * (NPOOL * tokens_per_split) +\n"
+            "                     static_cast<int>(kk) * WARP_TOKENS;\n"
+            "            if (more && lane == 0) drawn = atomicAdd(&pool_tickets[ctr], 1u);\n"
+            "        }\n",
+        ),
+        (
+            "    if (threadIdx.x == 0) group_tickets[group] = 0;  // ready for the next launch\n",
+            "    if (threadIdx.x == 0) group_tickets[group] = 0;  // ready for the next launch\n"
+            "    if (threadIdx.x < NPOOL) pool_tickets[(group * NPOOL + threadIdx.x) * POOL_STRIDE] = 0;\n",
+        ),
+    ]
+
+
+LB3_EDITS = [("__launch_bounds__(THREADS, 2)", "__launch_bounds__(THREADS, 3)")]
+
+# name -> (edits, CTAs an SM the plan aims at, fixed plan {T: (splits, tokens_per_split)} or None)
+Variant = tuple[list[tuple[str, str]], int, dict[int, tuple[int, int]] | None]
+VARIANTS: dict[str, Variant] = {
+    "base": ([], 2, None),
+    "L1::no_allocate": (hint_edits(".L1::no_allocate"), 2, None),
+    "no_allocate+L2::256B": (hint_edits(".L1::no_allocate.L2::256B"), 2, None),
+    "no_allocate+evict_first": (hint_edits(".L1::no_allocate", policy=True), 2, None),
+    "rotated start": (ROTATE_EDITS, 2, None),
+    "group-fastest numbering": (balance_edits(4, 4)[1:2], 2, None),
+    "tail pool 4x1/4": (balance_edits(4, 4), 2, None),
+    "tail pool 2x1/4": (balance_edits(2, 4), 2, None),
+    "tail pool 4x1/8": (balance_edits(4, 8), 2, None),
+    "tail pool 4x1/4+256B": (balance_edits(4, 4) + hint_edits(".L1::no_allocate.L2::256B"), 2, None),
+    "3 CTAs/SM (spills)": (LB3_EDITS, 3, None),
+    "plan 16x2048": ([], 2, {32768: (16, 2048)}),
+    "plan 64x512": ([], 2, {32768: (64, 512)}),
+    "plan 128x256": ([], 2, {32768: (128, 256)}),
+}
+
+
+def rewrite(source: str, edits: list[tuple[str, str]]) -> str:
+    for old, new in edits:
+        count = source.count(old)
+        if count != 1:
+            raise ValueError(f"anchor found {count} times: {old[:60]!r}")
+        source = source.replace(old, new)
+    return source
+
+
+def plan_splits(t: int, groups: int, sm_count: int, per_sm: int) -> tuple[int, int]:
+    """suite.py's plan_splits with the CTAs-an-SM target as a parameter."""
+    want = min(max(1, -(-per_sm * sm_count // groups)), 256)
+    per = -(-t // want)
+    per = -(-per // 64) * 64
+    per = min(max(per, 64), 4096)
+    return -(-t // per), per
+
+
+def sources() -> dict[str, str]:
+    base = SOURCE_PATH.read_text()
+    return {name: rewrite(base, edits) for name, (edits, _, _) in VARIANTS.items()}
+
+
+# --- device part ----------------------------------------------------------------------------
+
+
+def main() -> None:  # noqa: C901, PLR0915
+    import cupy as cp
+    import numpy as np
+
+    profile = "--profile" in sys.argv
+    dev = cp.cuda.Device()
+    sms = dev.attributes["MultiProcessorCount"]
+    l2 = dev.attributes["L2CacheSize"]
+    rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
+
+    def bf16(shape: tuple[int, ...]) -> cp.ndarray:
+        x = cp.asarray(rng.standard_normal(shape, dtype=np.float32))
+        bits = x.view(cp.uint32)
+        lsb = (bits >> 16) & 1
+        return ((bits + 0x7FFF + lsb) >> 16).astype(cp.uint16)
+
+    def to64(bits: cp.ndarray) -> cp.ndarray:
+        return (bits.astype(cp.uint32) << 16).view(cp.float32).astype(cp.float64)
+
+    def reference(q: cp.ndarray, k: cp.ndarray, v: cp.ndarray) -> cp.ndarray:
+        q64 = to64(q).reshape(B, HKV, HQ // HKV, D)
+        s = q64 @ cp.swapaxes(to64(k), -1, -2) / math.sqrt(D)
+        s -= s.max(axis=-1, keepdims=True)
+        w = cp.exp(s)
+        w /= w.sum(axis=-1, keepdims=True)
+        return (w @ to64(v)).reshape(B, HQ, D)
+
+    flush_buf = cp.empty(3 * l2 // 4, dtype=cp.int32)
+    sink = cp.zeros(1, dtype=cp.int32)
+    flush_read = cp.RawKernel(
+        r"""extern "C" __global__ void flush_read(const int4* b, long long n, int* sink) {
+            long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+            int acc = 0;
+            for (; i < n; i += (long long)gridDim.x * blockDim.x) { int4 v = b[i]; acc ^= v.x ^ v.y ^ v.z ^ v.w; }
+            if (acc == 0x7fffffff) *sink = acc;
+        }""",
+        "flush_read",
+    )
+    flush_state = [0]
+
+    def flush() -> None:
+        flush_state[0] = (flush_state[0] + 1) & 0x7FFFFFFF
+        flush_buf.fill(flush_state[0])
+        flush_read((sms * 8,), (256,), (flush_buf, np.int64(flush_buf.size // 4), sink))
+
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+
+    def timed(fn: Callable[[], None], reps: int = REPS) -> float:
+        for _ in range(3):
+            flush()
+            fn()
+        samples = []
+        for _ in range(reps):
+            flush()
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            samples.append(cp.cuda.get_elapsed_time(start, end) * 1e3)
+        return statistics.median(samples)
+
+    def copy_ceiling() -> float:
+        n = (2 << 30) // 4
+        src = cp.random.default_rng().random(n, dtype=cp.float32)
+        dst = cp.empty_like(src)
+        kern = cp.RawKernel(
+            r"""extern "C" __global__ void __launch_bounds__(256)
+            ceiling_copy(const float4* __restrict__ s, float4* __restrict__ d) {
+                long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; d[i] = s[i]; }""",
+            "ceiling_copy",
+        )
+        best = min(timed(lambda: cp.copyto(dst, src), 20),
+                   timed(lambda: kern((n // 4 // 256,), (256,), (src, dst)), 20))
+        return 2.0 * (2 << 30) / (best * 1e-6) / 1e9  # GB/s
+
+    only = os.environ.get("VARIANTS")
+    names = [n for n in VARIANTS if not only or n in only.split(",")]
+    if profile:
+        names = [os.environ.get("PROFILE_VARIANT", "base")]
+    srcs = sources()
+    modules: dict[str, object] = {}
+    info: dict[str, dict[str, object]] = {}
+    for name in list(names):
+        try:
+            mod = cp.RawModule(code=srcs[name], options=("--std=c++17", "-arch=sm_90"),
+                               backend="nvrtc")
+            fn = mod.get_function("split_kv")
+        except Exception as exc:  # a variant that does not build is reported and dropped
+            print(f"BUILD {name} failed: {exc}", flush=True)
+            names.remove(name)
+            continue
+        modules[name] = fn
+        regs, local = getattr(fn, "num_regs", -1), getattr(fn, "local_size_bytes", -1)
+        info[name] = {"registers": regs, "local_bytes": local}
+        print(f"{name}: {regs} registers, {local} B local", flush=True)
+
+    def plan_for(name: str, t: int) -> tuple[int, int]:
+        _, per_sm, fixed = VARIANTS[name]
+        if fixed and t in fixed:
+            return fixed[t]
+        return plan_splits(t, B * HKV, sms, per_sm)
+
+    def make_launch(name: str, t: int, q, k, v, out) -> Callable[[], None]:  # noqa: ANN001
+        splits, per = plan_for(name, t)
+        states = B * HQ * splits
+        pm = cp.empty(states, dtype=cp.float32)
+        pl = cp.empty(states, dtype=cp.float32)
+        pa = cp.empty(states * D, dtype=cp.float32)
+        fn = modules[name]
+        args = (q, k, v, pm, pl, pa, out, np.int32(t), np.int32(per), np.float32(LOG2E / math.sqrt(D)))
+
+        def launch() -> None:
+            fn((splits, HKV, B), (256,), args)
+
+        return launch
+
+    def inputs(t: int) -> tuple[cp.ndarray, cp.ndarray, cp.ndarray]:
+        return bf16((B, HQ, D)), bf16((B, HKV, t, D)), bf16((B, HKV, t, D))
+
+    if profile:
+        chosen = names[0]
+        q, k, v = inputs(HEADLINE)
+        out = cp.empty((B, HQ, D), dtype=cp.uint16)
+        launch = make_launch(chosen, HEADLINE, q, k, v, out)
+        for _ in range(5):
+            flush()
+            launch()
+        cp.cuda.Device().synchronize()
+        print(f"profiled {chosen}", flush=True)
+        return
+
+    # Correctness: every variant at every context, fresh inputs, poisoned output, run twice
+    # (the counters must be back at zero for the second launch).
+    ok: dict[str, bool] = {}
+    errors: dict[str, dict[int, float]] = {}
+    for name in names:
+        ok[name] = True
+        for t in CONTEXTS:
+            q, k, v = inputs(t)
+            ref = reference(q, k, v)
+            worst = 0.0
+            for _ in range(2):
+                out = cp.full((B, HQ, D), 0xFFFF, dtype=cp.uint16)  # NaN bit patterns
+                try:
+                    make_launch(name, t, q, k, v, out)()
+                    cp.cuda.Device().synchronize()
+                except Exception as exc:  # a variant that fails to launch is reported, not timed
+                    print(f"CHECK {name} T={t}: launch failed: {exc}", flush=True)
+                    ok[name] = False
+                    break
+                got = to64(out)
+                rel = float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref))
+                if not math.isfinite(rel):
+                    rel = float("inf")
+                worst = max(worst, rel)
+            errors.setdefault(name, {})[t] = worst
+            status = "ok" if worst < TOL else "FAIL"
+            if worst >= TOL:
+                ok[name] = False
+            print(f"CHECK {name:26s} T={t:6d} rel err {worst:.2e} {status}", flush=True)
+            del q, k, v, ref
+
+    ceiling_before = copy_ceiling()
+    print(f"copy ceiling {ceiling_before:.0f} GB/s", flush=True)
+    data = {t: inputs(t) for t in CONTEXTS}
+    outs = {t: cp.empty((B, HQ, D), dtype=cp.uint16) for t in CONTEXTS}
+    launches = {
+        (name, t): make_launch(name, t, *data[t], outs[t])
+        for name in names
+        if ok[name]
+        for t in CONTEXTS
+        if not (VARIANTS[name][2] and t not in VARIANTS[name][2])
+    }
+    results: dict[str, dict[int, list[float]]] = {}
+    for rnd in range(2):
+        order = list(launches) if rnd == 0 else list(reversed(launches))
+        for key in order:
+            us = timed(launches[key])
+            results.setdefault(key[0], {}).setdefault(key[1], []).append(us)
+            print(f"round {rnd} {key[0]:26s} T={key[1]:6d} {us:7.2f} us", flush=True)
+    ceiling_after = copy_ceiling()
+    ceiling = max(ceiling_before, ceiling_after)
+
+    def floor_us(t: int) -> float:
+        nbytes = 2 * B * HKV * t * D * 2 + 2 * B * HQ * D * 2
+        return nbytes / (ceiling * 1e9) * 1e6
+
+    table = []
+    print(f"\ncopy ceiling {ceiling_before:.0f} / {ceiling_after:.0f} GB/s (floor uses the larger)")
+    print(f"{'variant':26s} {'T':>6s} {'plan':>9s} {'round 0':>8s} {'round 1':>8s} {'%floor':>7s} {'vs base':>8s}")
+    for name in names:
+        for t, us in results.get(name, {}).items():
+            med = statistics.mean(us)
+            base = statistics.mean(results["base"][t]) if "base" in results else float("nan")
+            splits, per = plan_for(name, t)
+            row = {
+                "variant": name, "t": t, "splits": splits, "tokens_per_split": per,
+                "us": us, "pct_floor": 100 * floor_us(t) / med, "delta_vs_base_us": med - base,
+                "rel_err": errors[name][t],
+            }
+            table.append(row)
+            print(f"{name:26s} {t:6d} {splits:4d}x{per:<4d} {us[0]:8.2f} {us[1]:8.2f} "
+                  f"{row['pct_floor']:6.1f}% {med - base:+8.2f}")
+    on_plan = [r for r in table if r["t"] == HEADLINE and not VARIANTS[str(r["variant"])][2]]
+    if on_plan:
+        best = min(on_plan, key=lambda r: statistics.mean(r["us"]))  # type: ignore[arg-type]
+        print(f"fastest at T={HEADLINE} on the suite's plan: {best['variant']}")
+        (OUT / "best_variant.txt").write_text(str(best["variant"]))
+    (OUT / "splitkv_ab.json").write_text(json.dumps({
+        "copy_gbps": [ceiling_before, ceiling_after], "sms": sms, "reps": REPS,
+        "build": info, "checks": {n: {str(t): e for t, e in es.items()} for n, es in errors.items()},
+        "rows": table,
+    }, indent=1))
+
+
+if __name__ == "__main__":
+    main()
