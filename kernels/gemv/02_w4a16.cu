@@ -2,65 +2,83 @@
 //
 // Idea against 01: the same stream, a quarter of the bytes. W is stored as signed 4-bit integers
 // q in -8..7 (kept as q + 8 in a nibble), 8 to a 32-bit word, with one bf16 scale s per row and per
-// group of 128 values along K: w = (q - 8) * s (the scales add 1/64 of the packed bytes). The warp
-// layout, the cp.async ring and the bf16 mma with fp32 accumulation are 01's; what changes is the
-// step between shared memory and the mma:
-// - Dequantise without converting: a nibble OR-ed into the low mantissa bits of bf16 128.0 (0x4300)
-//   is the bf16 value 128 + q, exactly; one bf16x2 fma subtracts 136 from two values at once,
-//   leaving q - 8, exactly. The words are packed so that (word >> 4j) & 0x000F000F puts values 2j
-//   and 2j + 1 in the two halves: nibbles 0-3 hold the even values 0, 2, 4, 6 of the word's 8,
-//   nibbles 4-7 the odd ones. Per 8 values: 3 shifts, 4 LOP3 (mask and OR in one, written as
-//   inline lop3: the compiler emitted two LOP3 for the C expression) and 4 bf16x2 fma.
+// group of 128 values along K: w = (q - 8) * s (the scales add 1/64 of the packed bytes). The mma
+// layout and the cp.async ring are 01's; what changes is the step between shared memory and the mma,
+// and how the work is dealt out:
+// - Batch 1: two warps a 16-row tile, each over a contiguous half of K (a block is one tile: N / 16
+//   blocks of 64 threads), their sums added through shared memory at the end. Twice the warps of
+//   one warp a tile (3584 at the headline, 27 an SM), so each scheduler has more independent chains
+//   to pick from; the split is a pointer offset, and each warp runs the same loop over K / 2.
+//   Batch 4 and 16: one warp a tile over all of K, two tiles a block (N / 32 blocks of 64 threads).
+// - Batch 1, the fp16 route, the zero point folded out of the loop: a nibble OR-ed into the low
+//   mantissa bits of fp16 1024.0 (0x6400) is 1024 + q exactly, and one at bits 4-7 is 1024 + 16q.
+//   The words are packed so that (word >> 4j) & 0x000F000F puts values 2j and 2j + 1 in the two
+//   halves, so w & 0x000F000F, w & 0x00F000F0 and the same masks on w >> 8 give values (0, 1),
+//   16 x (2, 3), (4, 5) and 16 x (6, 7): one shift and four LOP3 for 8 values, no fma. The mma
+//   (m16n8k16, f16 in, f32 accumulate) multiplies these biased codes by x converted once a stage
+//   to fp16, with values 2, 3, 6, 7 of every 8 divided by 16 to undo the 16; the bias adds
+//   1032 x(k) (unscaled) or 72 x(k) (scaled) a value to the product, which each lane sums over
+//   the 8 values of x it copied, 4 shuffles add over the 16 lanes of a group, and the group's
+//   first partial sum starts from minus it. Only column 0 of the mma's product is stored, so only
+//   lanes 0-3, which supply column 0 of x, read x from the ring (a read by all 32 lanes cost 24
+//   more shared-memory wavefronts a warp-stage and 9% of the time). fp16 holds bf16 x exactly for
+//   2^-14 <= |x| <= 65504 (x / 16 from |x| >= 2^-10); below that x is rounded to a multiple of
+//   2^-24 (2^-28 for x / 16), an error of at most ~3e-5 x s a value, far under the bf16 rounding
+//   of y. Activations beyond fp16's range are not supported (the suite draws x from a standard
+//   normal).
+// - Batch 4 and 16 keep the bf16 route: a nibble in bf16 128.0 (0x4300) is 128 + q, one bf16x2
+//   fma subtracts 136 from two values, and x comes by __ldg (each column needs its own offset
+//   otherwise, and the conversion would repeat in every warp for 4 to 16 tokens).
 // - Scale after the group, not before the mma: a lane's 16-byte piece is 32 values and the 4 lanes
-//   of a row together are one group of 128, so each piece's 8 mmas run into a fresh fp32 partial
-//   that is multiplied by its row's scale and added to the total (4 FMAs a lane a group). The mma
-//   inputs stay exact small integers; every rounding is an fp32 one.
-// - Two chains, not one: each piece's 8 mmas alternate between two partial sums, and the two pieces
-//   of a stage are unrolled (batch 1 and 4), so a warp has independent work while an mma is in
-//   flight; with 14 warps an SM there is little else to hide latency behind.
+//   of a row together are one group of 128, so each piece's 8 mmas run into two fresh fp32
+//   partials that are multiplied by the row's scale and added to the total.
 // - At batch 1, x travels with the weights: each stage's 512 bytes of x are copied into the warp's
-//   ring (one 16-byte cp.async.ca a lane) by the stage's own copy group, so they arrive with the
-//   weights, stages ahead, instead of an __ldg issued in the stage that uses them, whose first miss
-//   of every stage waited on the L2. A stage is 256 values of K, four times 01's, so 02 meets four
-//   times as many of these waits a byte. Lanes read x that other lanes copied: two __syncwarp a
-//   stage. Batch 4 and 16 keep the __ldg (4 and 16 times the bytes would not fit 7 blocks an SM).
-// - The weights arrive tiled for the stream (the suite's tile_w4a16 packs them so): the 2 KB a warp
-//   copies in one stage (16 rows x 128 bytes) are one block, and the blocks of every warp for the
-//   same stage lie side by side. Warps move along K together, so at any moment the grid reads one
-//   contiguous window of N / 16 blocks (3.7 MB at the headline), and each copy instruction of a
-//   warp reads 512 contiguous bytes. In row order the same stage was 16 runs of 128 bytes a warp,
-//   rows 4 KB apart; timed against it in one run, the tiled order was 2-4% faster at every shape.
-// The dequantisation costs ~1 integer operation a value: 235 M values / (132 SMs x 64 integer lanes
-// x 1.98 GHz) = 14 us, half of the 27 us the bytes take, so memory should still bound it (on CUDA
-// cores with fp32 FMAs the same values need ~4 operations each and would meet the memory time).
+//   ring (one 16-byte cp.async.ca a lane) by the stage's own copy group, converted in place by the
+//   lane that copied it, and read by the others after a __syncwarp.
+// - The weights arrive tiled for the stream (the suite's tile_w4a16 packs them so): the 2 KB a tile
+//   needs in one stage (16 rows x 128 bytes) are one block, and the blocks of every tile for the
+//   same stage lie side by side, so each copy instruction of a warp reads 512 contiguous bytes.
+// The dequantisation at batch 1 costs 5 integer operations per 8 values: 235 M values x 0.63 /
+// (132 SMs x 64 integer lanes x 1.78 GHz, the clock measured under this load) = 9.8 us, against the
+// recorded bf16 route's ~1 integer operation and ~0.5 bf16x2 fma a value.
 //
 // Expected bound: at batch 1, K = 8192, N = 28672 the work model counts 117.4 MB of packed weights
 // + 3.7 MB of scales + x + y = 0.121 GB: 27 us at the ~4.5 TB/s read ceiling (a lead). With a
 // quarter of 01's time, fixed costs weigh four times more: launch and ramp (~3 us), the drain at
-// the end, the scale loads. Expect 75-85% of read (~33 us), about 3.2x faster than torch's bf16
-// F.linear on the dequantised weights, which moves 4x the bytes.
+// the end, the reduction of the two halves. Expect 75-80% of read (~34-36 us), about 3.2x faster
+// than torch's bf16 F.linear on the dequantised weights, which moves 4x the bytes. What bounds the
+// batch-1 loop now is the shared-memory (LSU) pipe: per warp-stage 4 LDS.128 of weights, 8 of x
+// in 4 lanes, the x conversion's LDS and STS and 5 LDGSTS, about 66 wavefronts.
 //
-// Size constraints: K a multiple of 256 (4 lanes x 2 pieces x 32 values a row a stage; the groups
-// of 128 follow), N a multiple of 32, batch 1..16, every tensor 16-byte aligned.
+// Size constraints: K a multiple of 512 (at batch 1 two halves of whole stages of 256 values: 4
+// lanes x 2 pieces x 32 values a row; the groups of 128 follow), N a multiple of 32 (16 at batch
+// 1), batch 1..16, every tensor 16-byte aligned, |x| <= 65504 at batch 1.
 
-constexpr int WARPS = 2;    // warps a block; each owns 16 rows, so a block owns 32
+constexpr int WARPS = 2;    // warps a block: at batch 1 both on one 16-row tile, else one tile each
 constexpr int PIECES = 2;   // 16-byte pieces a lane copies of each of its 2 rows a stage
-constexpr int STAGES = 3;   // ring depth: the stage in use and STAGES - 1 in flight
+// Ring depth: the stage in use and STAGES - 1 in flight. At batch 1 the K split doubles the warps,
+// so one stage ahead a warp holds what two stages ahead held before; 3 deep was 5% slower. Batch 4
+// and 16 share the depth and stay within ~1% of their old 3-deep ring.
+constexpr int STAGES = 2;
+// Pieces of a stage unrolled at batch 1. Unrolled (2), the loop needs 2 registers over the 72 the
+// one-wave launch allows and spills; one at a time it fits, and timed level with the unrolled
+// build at the headline (4% behind it at K = 4096, N = 14336).
+constexpr int UNROLL_B1 = 1;
 constexpr int VALUES_PER_PIECE = 32;  // nibbles in 16 bytes
 constexpr int GROUP = 128;            // values sharing one scale along K
-constexpr int ROWS_PER_BLOCK = WARPS * 16;
 constexpr int X_VECTORS = 4 * PIECES * 4;  // 16-byte vectors of x a token a stage (256 values)
-constexpr int X_PITCH = X_VECTORS + 4;     // a slot of the x ring, padded by 64 bytes
-// 1792 warps at N = 28672 should all be resident at once (one wave, no tail): 7 blocks of 2 warps
-// on each of 132 SMs is 1848. Registers must fit 14 warps: 4 to a scheduler of 16384 registers, so
-// at most 128 a thread.
-constexpr int BLOCKS_PER_SM = 7;
+// At batch 1, 1792 blocks at N = 28672 should all be resident at once (one wave, no tail): 14 blocks
+// of 2 warps on each of 132 SMs is 1848. Registers must fit 28 warps: 7 to a scheduler of 16384
+// registers, so at most 72 a thread. Batch 4 and 16 launch 896 blocks, 7 an SM (128 registers).
+constexpr int BLOCKS_PER_SM = 14;
+constexpr int BLOCKS_PER_SM_BATCHED = 7;
 
 static_assert(sizeof(uint4) * 2 == VALUES_PER_PIECE, "a 16-byte piece is 32 nibbles");
 static_assert(4 * VALUES_PER_PIECE == GROUP, "the 4 lanes of a row cover exactly one group");
 static_assert(X_VECTORS == 32, "at batch 1, one 16-byte copy a lane carries a stage's x");
-static_assert(BLOCKS_PER_SM * (WARPS * STAGES * (2 * PIECES * 32 + X_PITCH) * 16 + 1024) <= 228 * 1024,
-              "7 blocks' rings, and the 1 KB each block reserves, fit in an SM's shared memory");
+static_assert(PIECES == 2, "a stage is two groups: the batch-1 offsets are two values");
+static_assert(BLOCKS_PER_SM * (WARPS * STAGES * (2 * PIECES * 32 + X_VECTORS) * 16 + 1024) <= 228 * 1024,
+              "14 blocks' rings, and the 1 KB each block reserves, fit in an SM's shared memory");
 
 __device__ __forceinline__ void copy_async_16(void* smem, const void* gmem) {
     const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -80,7 +98,7 @@ __device__ __forceinline__ void wait_copies() {
     asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
-// m16n8k16, bf16 in, fp32 accumulate; register roles as in 01.
+// m16n8k16, fp32 accumulate; A rows g and g + 8, B column g, as in 01.
 __device__ __forceinline__ void mma_bf16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
                                          unsigned a3, unsigned b0, unsigned b1) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
@@ -89,13 +107,49 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], unsigned a0, unsigned a1
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+__device__ __forceinline__ void mma_f16(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
+                                        unsigned a3, unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// (word & mask) | magic in one LOP3 (the C expression compiles to two)
+__device__ __forceinline__ unsigned and_or(unsigned word, unsigned mask, unsigned magic) {
+    unsigned out;
+    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(out) : "r"(word), "r"(mask), "r"(magic));
+    return out;
+}
+
 // Values 2j and 2j + 1 of a packed word as the bf16 pair (q - 8, q' - 8), exactly.
 __device__ __forceinline__ unsigned dequant_pair(unsigned word, int j) {
-    unsigned biased;  // (word >> 4j) & 0x000F000F | 0x43004300 = (128 + q, 128 + q'), one LOP3
-    asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(biased) : "r"(word >> (4 * j)), "r"(0x000F000Fu), "r"(0x43004300u));
+    const unsigned biased = and_or(word >> (4 * j), 0x000F000Fu, 0x43004300u);  // (128 + q, 128 + q')
     unsigned out;
     // 0x3F80 is bf16 1.0 and 0xC308 is bf16 -136.0: biased * 1 - 136
     asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(out) : "r"(biased), "r"(0x3F803F80u), "r"(0xC308C308u));
+    return out;
+}
+
+// A 16-byte shared-memory read by the lanes where `active` holds; elsewhere the result is left
+// undefined (no register is zeroed for it: at batch 1 that kept the loop inside 72 registers).
+// Volatile with a memory clobber, so it stays after the __syncwarp that publishes the data.
+__device__ __forceinline__ uint4 load_shared_if(const uint4* smem, bool active) {
+    uint4 v;
+    const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    asm volatile(
+        "{\n\t.reg .pred on;\n\tsetp.ne.b32 on, %5, 0;\n\t"
+        "@on ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "r"(addr), "r"(static_cast<int>(active))
+        : "memory");
+    return v;
+}
+
+// Two floats as an fp16 pair, the first in the low half.
+__device__ __forceinline__ unsigned to_f16x2(float lo, float hi) {
+    unsigned out;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(out) : "f"(hi), "f"(lo));
     return out;
 }
 
@@ -109,7 +163,8 @@ __device__ __forceinline__ unsigned short to_bf16(float v) {
     return h;
 }
 
-// grid = N / 32 blocks of 64 threads. wq: N x K/8 words, tiled as above; scales: N x K/128 bf16.
+// grid = N / 16 (batch 1) or N / 32 blocks of 64 threads. wq: N x K/8 words, tiled as above;
+// scales: N x K/128 bf16.
 template <int BATCH>
 __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
                                            const unsigned* __restrict__ wq,
@@ -117,30 +172,35 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
                                            unsigned short* __restrict__ y, int k, int n) {
     static_assert(BATCH >= 1 && BATCH <= 16, "one or two n8 tiles of batch columns");
     constexpr int NT = (BATCH + 7) / 8;
-    constexpr bool X_IN_RING = BATCH == 1;
+    constexpr bool FP16 = BATCH == 1;  // x in the ring, converted to fp16; the zero point folded
+    constexpr int KSPLIT = BATCH == 1 ? WARPS : 1;  // warps over one tile, each over its own part of K
+    constexpr int TILES = WARPS / KSPLIT;           // 16-row tiles a block
     __shared__ uint4 ring[WARPS][STAGES][PIECES][2][32];
     // a stage's x, vector v = 16p + 4t + i of the stage kept at 16p + 4i + t: for each (p, i) the
     // 4 lanes of a row read 64 contiguous bytes, so the LDS.128 has no bank conflict
-    __shared__ uint4 xring[WARPS][X_IN_RING ? STAGES : 1][X_PITCH];
+    __shared__ uint4 xring[WARPS][FP16 ? STAGES : 1][FP16 ? X_VECTORS : 1];
 
     const int lane = threadIdx.x & 31;
-    const int warp = threadIdx.x >> 5;
+    const int warp = threadIdx.x >> 5;  // owner of a ring
+    const int half = KSPLIT == 1 ? 0 : warp;  // which part of K this warp sums
+    const int tile = blockIdx.x * TILES + (KSPLIT == 1 ? warp : 0);
     const int g = lane >> 2;
     const int t = lane & 3;
-    const int row = blockIdx.x * ROWS_PER_BLOCK + warp * 16 + g;
-    const int kv = k / VALUES_PER_PIECE;  // 16-byte pieces of a packed row
+    const int row = tile * 16 + g;
+    const int kv = k / VALUES_PER_PIECE / KSPLIT;  // 16-byte pieces of a row in this warp's part
     const int groups = k / GROUP;
     constexpr int STEP = 4 * PIECES;
 
-    // The suite stores W tiled (see the header): the 2 KB a warp reads in stage s are one block,
-    // and the blocks of all warps for stage s are adjacent. Copy j of a lane (j = 2 * piece + half)
-    // is uint4 32 * j + lane of its warp's block, so each copy instruction reads 512 bytes in a row.
-    const int warps = n / 16;
+    // The suite stores W tiled (see the header): the 2 KB of tile w in stage s are uint4s
+    // (s * N/16 + w) * 128 .. + 127, copy j of a lane (j = 2 * piece + half of the tile's rows) is
+    // uint4 32 * j + lane of that block. This warp starts at stage half * (stages a half).
+    const size_t stage_stride = static_cast<size_t>(n / 16) * 128;  // uint4s between a tile's stages
     const uint4* wtile = reinterpret_cast<const uint4*>(wq) +
-                         static_cast<size_t>(blockIdx.x * WARPS + warp) * 128 + lane;
-    const size_t stage_stride = static_cast<size_t>(warps) * 128;  // uint4s between a warp's stages
-    const unsigned short* sa = scales + static_cast<size_t>(row) * groups;
+                         static_cast<size_t>(half) * (kv / STEP) * stage_stride +
+                         static_cast<size_t>(tile) * 128 + lane;
+    const unsigned short* sa = scales + static_cast<size_t>(row) * groups + half * (groups / KSPLIT);
     const unsigned short* sb = sa + static_cast<size_t>(8) * groups;
+    const uint4* xhalf = reinterpret_cast<const uint4*>(x) + half * (k / KSPLIT / 8);
     // x in 16-byte vectors of 8 bf16: the 32 values of a piece are 4 of them
     const uint4* xr[NT];
     bool has_x[NT];
@@ -148,21 +208,23 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
     for (int nt = 0; nt < NT; ++nt) {
         const int b = g + 8 * nt;
         has_x[nt] = b < BATCH;
-        xr[nt] = reinterpret_cast<const uint4*>(x) + static_cast<size_t>(has_x[nt] ? b : 0) * (k / 8) + 4 * t;
+        xr[nt] = xhalf + static_cast<size_t>(has_x[nt] ? b : 0) * (k / 8) + 4 * t;
     }
-    // batch 1: lane L copies vector L of each stage's x, to where the reads above expect it
-    const uint4* x_copy = reinterpret_cast<const uint4*>(x) + lane;
+    // batch 1: lane L copies vector L of each stage's x, to where the reads below expect it
+    const uint4* x_copy = xhalf + lane;
     const int x_slot = 16 * (lane >> 4) + 4 * (lane & 3) + ((lane >> 2) & 3);
 
     auto issue = [&](int c, int slot) {
         if (c < kv) {
-            const uint4* block = wtile + static_cast<size_t>(c / STEP) * stage_stride;
+            // stage_stride = 8n, written so: from n, ptxas reads the multiplier off the constant bank
+            // instead of keeping it in a register (which spilled at 72)
+            const uint4* block = wtile + static_cast<size_t>((c / STEP) * 8) * n;
 #pragma unroll
             for (int p = 0; p < PIECES; ++p) {
                 copy_async_16(&ring[warp][slot][p][0][lane], block + 32 * (2 * p));
                 copy_async_16(&ring[warp][slot][p][1][lane], block + 32 * (2 * p + 1));
             }
-            if constexpr (X_IN_RING) copy_async_16_l1(&xring[warp][slot][x_slot], x_copy + 4 * c);
+            if constexpr (FP16) copy_async_16_l1(&xring[warp][slot][x_slot], x_copy + 4 * c);
         }
         commit_copies();
     };
@@ -177,16 +239,35 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
     int slot = 0;
 #pragma unroll 1
     for (int c = 0; c < kv; c += STEP) {
-        if constexpr (X_IN_RING) __syncwarp();  // every lane is done reading the slot refilled next
+        if constexpr (FP16) __syncwarp();  // every lane is done reading the slot refilled next
         issue(c + (STAGES - 1) * STEP, slot == 0 ? STAGES - 1 : slot - 1);
         wait_copies<STAGES - 1>();
-        if constexpr (X_IN_RING) __syncwarp();  // and the x the other lanes copied has landed
+        float offset[2];  // batch 1: what the biases add to the product of each group of the stage
+        if constexpr (FP16) {
+            // The lane's own vector of x (values 8i..8i+7 of piece 4p + t, p = lane / 16): to fp16,
+            // values 2, 3, 6, 7 divided by 16 to meet the codes that sit 16 times too high.
+            uint4& mine = xring[warp][slot][x_slot];
+            const uint4 v = mine;
+            const float x0 = __uint_as_float(v.x << 16), x1 = __uint_as_float(v.x & 0xFFFF0000u);
+            const float x2 = __uint_as_float(v.y << 16), x3 = __uint_as_float(v.y & 0xFFFF0000u);
+            const float x4 = __uint_as_float(v.z << 16), x5 = __uint_as_float(v.z & 0xFFFF0000u);
+            const float x6 = __uint_as_float(v.w << 16), x7 = __uint_as_float(v.w & 0xFFFF0000u);
+            mine = make_uint4(to_f16x2(x0, x1), to_f16x2(x2 * 0.0625f, x3 * 0.0625f), to_f16x2(x4, x5),
+                              to_f16x2(x6 * 0.0625f, x7 * 0.0625f));
+            // (1024 + q) x and (1024 + 16q) x / 16 exceed (q - 8) x by 1032 x and 72 x
+            float off = fmaf(1032.0f, (x0 + x1) + (x4 + x5), 72.0f * ((x2 + x3) + (x6 + x7)));
+#pragma unroll
+            for (int m = 1; m < 16; m <<= 1) off += __shfl_xor_sync(0xffffffffu, off, m);
+            offset[0] = __shfl_sync(0xffffffffu, off, 0);   // lanes 0-15 hold group 0 of the stage
+            offset[1] = __shfl_sync(0xffffffffu, off, 16);  // lanes 16-31 group 1
+            __syncwarp();  // the x the other lanes copied and converted is in place
+        }
         // Both pieces at once where registers allow: two independent chains of mmas and loads for
         // ptxas to interleave. At batch 16 that would hoist every x load of the stage and run out of
-        // the 128 registers, so batch 16 walks the pieces one at a time.
-#pragma unroll(NT == 1 ? PIECES : 1)
+        // registers, so batch 16 walks the pieces one at a time; batch 1 as UNROLL_B1 says.
+#pragma unroll(BATCH == 1 ? UNROLL_B1 : NT == 1 ? PIECES : 1)
         for (int p = 0; p < PIECES; ++p) {
-            // piece c + 4p + t lies in group (c + 4p + t) / 4 = c / 4 + p
+            // piece c + 4p + t lies in group (c + 4p + t) / 4 = c / 4 + p of this half
             const float scale_a = bf16_to_float(__ldg(sa + c / 4 + p));
             const float scale_b = bf16_to_float(__ldg(sb + c / 4 + p));
             const uint4 a = ring[warp][slot][p][0][lane];
@@ -196,27 +277,42 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
             // two partial sums (even and odd words), so the 8 mmas form two chains of 4, not one of 8
             float part[2][NT][4];
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-#pragma unroll
-                for (int nt = 0; nt < NT; ++nt) part[h][nt][0] = part[h][nt][1] = part[h][nt][2] = part[h][nt][3] = 0.0f;
+            for (int nt = 0; nt < NT; ++nt) {
+                const float start = FP16 ? -(p == 0 ? offset[0] : offset[1]) : 0.0f;
+                part[0][nt][0] = part[0][nt][1] = part[0][nt][2] = part[0][nt][3] = start;
+                part[1][nt][0] = part[1][nt][1] = part[1][nt][2] = part[1][nt][3] = 0.0f;
             }
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
                 // word i holds values 8i..8i+7 of the piece: two k16 steps, values 0-3 then 4-7
-                const unsigned a01 = dequant_pair(a_words[i], 0), a23 = dequant_pair(a_words[i], 1);
-                const unsigned a45 = dequant_pair(a_words[i], 2), a67 = dequant_pair(a_words[i], 3);
-                const unsigned b01 = dequant_pair(b_words[i], 0), b23 = dequant_pair(b_words[i], 1);
-                const unsigned b45 = dequant_pair(b_words[i], 2), b67 = dequant_pair(b_words[i], 3);
+                if constexpr (FP16) {
+                    const unsigned a_hi = a_words[i] >> 8, b_hi = b_words[i] >> 8;
+                    const unsigned a01 = and_or(a_words[i], 0x000F000Fu, 0x64006400u);
+                    const unsigned a23 = and_or(a_words[i], 0x00F000F0u, 0x64006400u);
+                    const unsigned a45 = and_or(a_hi, 0x000F000Fu, 0x64006400u);
+                    const unsigned a67 = and_or(a_hi, 0x00F000F0u, 0x64006400u);
+                    const unsigned b01 = and_or(b_words[i], 0x000F000Fu, 0x64006400u);
+                    const unsigned b23 = and_or(b_words[i], 0x00F000F0u, 0x64006400u);
+                    const unsigned b45 = and_or(b_hi, 0x000F000Fu, 0x64006400u);
+                    const unsigned b67 = and_or(b_hi, 0x00F000F0u, 0x64006400u);
+                    // only column 0 of the product is stored, and lanes 0-3 alone supply it: the
+                    // others read nothing (a read by all 32 lanes costs the shared-memory pipe up to
+                    // 4 times the wavefronts of one by 4); their columns 1-7 are never stored
+                    const uint4 xv = load_shared_if(&xring[warp][slot][16 * p + 4 * i + t], g == 0);
+                    mma_f16(part[i & 1][0], a01, b01, a23, b23, xv.x, xv.y);
+                    mma_f16(part[i & 1][0], a45, b45, a67, b67, xv.z, xv.w);
+                } else {
+                    const unsigned a01 = dequant_pair(a_words[i], 0), a23 = dequant_pair(a_words[i], 1);
+                    const unsigned a45 = dequant_pair(a_words[i], 2), a67 = dequant_pair(a_words[i], 3);
+                    const unsigned b01 = dequant_pair(b_words[i], 0), b23 = dequant_pair(b_words[i], 1);
+                    const unsigned b45 = dequant_pair(b_words[i], 2), b67 = dequant_pair(b_words[i], 3);
 #pragma unroll
-                for (int nt = 0; nt < NT; ++nt) {
-                    uint4 xv = make_uint4(0u, 0u, 0u, 0u);
-                    if constexpr (X_IN_RING) {
-                        if (has_x[nt]) xv = xring[warp][slot][16 * p + 4 * i + t];
-                    } else if (has_x[nt]) {
-                        xv = __ldg(xr[nt] + 4 * (c + 4 * p) + i);
+                    for (int nt = 0; nt < NT; ++nt) {
+                        uint4 xv = make_uint4(0u, 0u, 0u, 0u);
+                        if (has_x[nt]) xv = __ldg(xr[nt] + 4 * (c + 4 * p) + i);
+                        mma_bf16(part[i & 1][nt], a01, b01, a23, b23, xv.x, xv.y);
+                        mma_bf16(part[i & 1][nt], a45, b45, a67, b67, xv.z, xv.w);
                     }
-                    mma_bf16(part[i & 1][nt], a01, b01, a23, b23, xv.x, xv.y);
-                    mma_bf16(part[i & 1][nt], a45, b45, a67, b67, xv.z, xv.w);
                 }
             }
             // d0, d1 belong to row g, d2, d3 to row g + 8: each row its own scale
@@ -232,14 +328,36 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
     }
     wait_copies<0>();
 
+    // at batch 1 the halves meet: the ring is free now, so the second half leaves its sums in it
+    float red_part[NT][4] = {};
+    if constexpr (KSPLIT == 2) {
+    __syncthreads();
+    float* red = reinterpret_cast<float*>(&ring[0][0][0][0][0]);
+    if (half == 1) {
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+                if (BATCH > 1 || e % 2 == 0) red[(nt * 4 + e) * 32 + lane] = acc[nt][e];  // column 2t + e % 2
+    }
+    __syncthreads();
+    if (half == 1) return;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+            if (BATCH > 1 || e % 2 == 0) red_part[nt][e] = red[(nt * 4 + e) * 32 + lane];
+    }
+
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
             const int col = 8 * nt + 2 * t + e;
             if (col < BATCH) {
-                y[static_cast<size_t>(col) * n + row] = to_bf16(acc[nt][e]);
-                y[static_cast<size_t>(col) * n + row + 8] = to_bf16(acc[nt][2 + e]);
+                y[static_cast<size_t>(col) * n + row] = to_bf16(acc[nt][e] + red_part[nt][e]);
+                y[static_cast<size_t>(col) * n + row + 8] =
+                    to_bf16(acc[nt][2 + e] + red_part[nt][2 + e]);
             }
         }
     }
@@ -251,13 +369,13 @@ w4a16_b1(const unsigned short* x, const unsigned* wq, const unsigned short* scal
     gemv_w4a16<1>(x, wq, scales, y, k, n);
 }
 
-extern "C" __global__ void __launch_bounds__(WARPS * 32, BLOCKS_PER_SM)
+extern "C" __global__ void __launch_bounds__(WARPS * 32, BLOCKS_PER_SM_BATCHED)
 w4a16_b4(const unsigned short* x, const unsigned* wq, const unsigned short* scales, unsigned short* y,
          int k, int n) {
     gemv_w4a16<4>(x, wq, scales, y, k, n);
 }
 
-extern "C" __global__ void __launch_bounds__(WARPS * 32, BLOCKS_PER_SM)
+extern "C" __global__ void __launch_bounds__(WARPS * 32, BLOCKS_PER_SM_BATCHED)
 w4a16_b16(const unsigned short* x, const unsigned* wq, const unsigned short* scales, unsigned short* y,
           int k, int n) {
     gemv_w4a16<16>(x, wq, scales, y, k, n);

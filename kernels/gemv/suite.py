@@ -47,7 +47,7 @@ SHAPES: tuple[dict[str, int], ...] = (
     {"batch": 1, "k": 4096, "n": 14336},  # an 8B-class up-projection
 )
 BATCHES = (1, 4, 16)  # the batch sizes each .cu instantiates (entry `<name>_b<batch>`)
-ROWS_PER_BLOCK = 32  # 2 warps of 16 rows
+ROWS_PER_BLOCK = 32  # 2 warps of 16 rows (a format's batch-1 launch may differ, see Format)
 THREADS = 64
 GROUP = 128  # int4 values sharing one scale along K
 E4M3_MAX = 448.0
@@ -55,14 +55,22 @@ E4M3_MAX = 448.0
 
 class Format(NamedTuple):
     weights: tuple[str, ...]  # input names after x, in kernel argument order
-    k_multiple: int  # K per stage of a row (4 lanes x 2 pieces x values per 16 bytes)
+    # K per stage of a row (4 lanes x 2 pieces x values per 16 bytes); two stages where K is split
+    k_multiple: int
+    rows_at_batch_1: int = ROWS_PER_BLOCK  # 16: the 2 warps of a block share one tile, K split
 
 
 FORMATS: dict[str, Format] = {
     "01_bf16": Format(("w",), 64),
-    "02_w4a16": Format(("wq", "scales"), 256),
+    # at batch 1 each warp of a 16-row tile sums half of K in whole 256-value stages
+    "02_w4a16": Format(("wq", "scales"), 512, rows_at_batch_1=16),
     "03_fp8_e4m3": Format(("w8", "scale"), 128),
 }
+
+
+def rows_per_block(stem: str, batch: int) -> int:
+    """Rows of W a block of THREADS threads covers, for `stem` at `batch`."""
+    return FORMATS[stem].rows_at_batch_1 if batch == 1 else ROWS_PER_BLOCK
 
 
 def plan(version: Version, shape: Shape) -> tuple[str, int, int]:
@@ -76,11 +84,12 @@ def plan(version: Version, shape: Shape) -> tuple[str, int, int]:
         problems.append(f"batch={batch} is not one of the instantiated {BATCHES}")
     if k % fmt.k_multiple:
         problems.append(f"k={k} is not a multiple of {fmt.k_multiple}")
-    if n % ROWS_PER_BLOCK:
-        problems.append(f"n={n} is not a multiple of {ROWS_PER_BLOCK}")
+    rows = rows_per_block(version.stem, batch)
+    if n % rows:
+        problems.append(f"n={n} is not a multiple of {rows}")
     if problems:
         raise ValueError(f"{version.id}: " + "; ".join(problems))
-    return f"{version.name}_b{batch}", n // ROWS_PER_BLOCK, THREADS
+    return f"{version.name}_b{batch}", n // rows, THREADS
 
 
 _functions: dict[tuple[int, str], tuple[Any, Any]] = {}

@@ -61,14 +61,19 @@ def test_every_shape_has_a_valid_launch(loaded: LoadedSuite, suite: ModuleType, 
     for shape in loaded.claims[stem].shapes:
         entry, blocks, threads = suite.plan(version, shape)
         assert entry in entries
-        assert threads == 64 and blocks * suite.ROWS_PER_BLOCK == shape["n"]
+        assert threads == 64 and blocks * suite.rows_per_block(stem, shape["batch"]) == shape["n"]
         assert shape["k"] % suite.FORMATS[stem].k_multiple == 0
 
 
 def test_launch_refuses_shapes_that_do_not_fit(loaded: LoadedSuite, suite: ModuleType) -> None:
     w4 = version_named(loaded, "02_w4a16")
-    with pytest.raises(ValueError, match="k=4160 is not a multiple of 256"):
-        suite.plan(w4, {"batch": 1, "k": 4160, "n": 28672})
+    with pytest.raises(ValueError, match="k=4352 is not a multiple of 512"):
+        suite.plan(w4, {"batch": 1, "k": 4352, "n": 28672})
+    # 02 splits K between the two warps of a 16-row tile at batch 1 only
+    assert suite.plan(w4, {"batch": 1, "k": 8192, "n": 28672})[1:] == (1792, 64)
+    assert suite.plan(w4, {"batch": 4, "k": 8192, "n": 28672})[1:] == (896, 64)
+    with pytest.raises(ValueError, match="n=28688 is not a multiple of 32"):
+        suite.plan(w4, {"batch": 16, "k": 8192, "n": 28688})
     with pytest.raises(ValueError, match="batch=3"):
         suite.plan(w4, {"batch": 3, "k": 8192, "n": 28672})
     with pytest.raises(ValueError, match="n=100"):
@@ -379,7 +384,7 @@ def test_bf16_warp_computes_x_wt(suite: ModuleType, batch: int) -> None:
     np.testing.assert_allclose(y, want, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("batch", [1, 16])
+@pytest.mark.parametrize("batch", [4, 16])  # the bf16 route; batch 1 has its own test below
 def test_w4a16_warp_computes_x_wt_with_group_scales(suite: ModuleType, batch: int) -> None:
     k = 1024  # two stages of 512, 8 groups of 128
     rng = np.random.default_rng(20 + batch)
@@ -398,6 +403,77 @@ def test_w4a16_warp_computes_x_wt_with_group_scales(suite: ModuleType, batch: in
     w = (codes - 8.0).reshape(16, -1, 128) * scales[:, :, None]
     want = suite.bf16_bits_to_float64(x_bits, np) @ w.reshape(16, k).T
     np.testing.assert_allclose(y, want, rtol=1e-12, atol=1e-12)
+
+
+def _f16(half: int) -> float:
+    return float(np.array([half], dtype=np.uint16).view(np.float16)[0])
+
+
+def _f16_pair(lo: float, hi: float) -> int:
+    """Two values as the fp16x2 register cvt.rn.f16x2.f32 makes of them (lo in the low half)."""
+    halves = np.array([lo, hi], dtype=np.float32).astype(np.float16).view(np.uint16)
+    return int(halves[0]) | int(halves[1]) << 16
+
+
+def test_w4a16_batch_1_fp16_route_folds_the_zero_point(suite: ModuleType) -> None:
+    """02 at batch 1: codes biased by fp16 1024 (or 16 x code at bits 4-7), x in fp16 with values
+    2, 3, 6, 7 of every 8 divided by 16, each group's first partial started at minus
+    1032 x sum(x) over the unscaled values and 72 x sum(x) over the scaled ones. Only lanes 0-3
+    supply x (column 0); the other lanes' B registers are garbage (NaN here) and only columns
+    1-7, never stored, may show it."""
+    k = 512  # 4 groups of 128
+    rng = np.random.default_rng(60)
+    codes = rng.integers(0, 16, size=(16, k))
+    rows = suite.pack_int4(codes, np).view(np.uint8).reshape(16, -1)
+    scale_bits = suite.to_bf16_bits(0.01 + 0.02 * rng.random((16, k // 128)), np)
+    scales = suite.bf16_bits_to_float64(scale_bits, np)
+    x = rng.standard_normal(k)
+    x = np.where(np.abs(x) < 2.0**-9, 2.0**-9, x)  # fp16 holds bf16 x / 16 exactly from 2^-10
+    x_bits = suite.to_bf16_bits(x.astype(np.float32), np)
+    xv = suite.bf16_bits_to_float64(x_bits, np)
+
+    def pairs(word: int) -> list[Pair]:  # values (0, 1), 16 x (2, 3), (4, 5), 16 x (6, 7)
+        hi = word >> 8
+        masks = [(word, 0x000F000F), (word, 0x00F000F0), (hi, 0x000F000F), (hi, 0x00F000F0)]
+        return [_pair((w & m) | 0x64006400, _f16) for w, m in masks]
+
+    acc = np.zeros((32, 4))
+    for group in range(k // 128):
+        offset = 0.0
+        for v in range(4 * group, 4 * group + 4):  # the pieces of the group, lane t = v % 4
+            for i in range(4):
+                vals = xv[32 * v + 8 * i : 32 * v + 8 * i + 8]
+                offset += 1032 * vals[[0, 1, 4, 5]].sum() + 72 * vals[[2, 3, 6, 7]].sum()
+        part = np.full((32, 4), -offset)
+        for i in range(4):
+            steps: list[tuple[np.ndarray, np.ndarray]] = [
+                (np.zeros((32, 4, 2)), np.full((32, 2, 2), np.nan)) for _ in range(2)
+            ]
+            for lane in range(32):
+                g, t = divmod(lane, 4)
+                v = 4 * group + t
+                a = pairs(_words(rows[g], v)[i])
+                b = pairs(_words(rows[g + 8], v)[i])
+                vals = xv[32 * v + 8 * i : 32 * v + 8 * i + 8]
+                x16 = [
+                    _f16_pair(vals[0], vals[1]),
+                    _f16_pair(vals[2] / 16, vals[3] / 16),
+                    _f16_pair(vals[4], vals[5]),
+                    _f16_pair(vals[6] / 16, vals[7] / 16),
+                ]
+                steps[0][0][lane] = (a[0], b[0], a[1], b[1])
+                steps[1][0][lane] = (a[2], b[2], a[3], b[3])
+                if g == 0:
+                    steps[0][1][lane] = (_pair(x16[0], _f16), _pair(x16[1], _f16))
+                    steps[1][1][lane] = (_pair(x16[2], _f16), _pair(x16[3], _f16))
+            for a_regs, b_regs in steps:
+                part += _mma(a_regs, b_regs)
+        for lane in range(32):
+            g = lane // 4
+            acc[lane] += part[lane] * np.array([scales[g, group]] * 2 + [scales[g + 8, group]] * 2)
+    y = np.concatenate([acc[0::4, 0], acc[0::4, 2]])  # lanes t = 0: column 0, rows g and g + 8
+    w = (codes - 8.0).reshape(16, -1, 128) * scales[:, :, None]
+    np.testing.assert_allclose(y, w.reshape(16, k) @ xv, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("batch", [1, 4])
