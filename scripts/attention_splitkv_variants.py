@@ -351,6 +351,313 @@ INTERLEAVE_LONG_EDITS = [
     ),
 ]
 
+# --- sixth round of the tail: the group merge shared by the last CTAs of a group ----------------
+#
+# The last MERGERS ticket holders of a group each merge G / MERGERS query heads: the CTA with the
+# last ticket starts at once; the ones before it (which hold tickets splits - MERGERS ..
+# splits - 2) wait, thread 0 polling the counter with an acquire load until it reaches splits,
+# then merge their heads. Each merging CTA then adds one more to the counter (acq_rel), and the
+# one that brings it to splits + mergers - 1 puts it back to zero: every merger has seen the
+# counter at >= splits before its own add, so none is still polling when it is reset. Waiting
+# CTAs hold SM slots, so they wait only while at most (MERGERS - 1) * groups <= SPIN_LIMIT of them
+# can wait at once: fewer than the SMs of any sm_90 part, so a slot stays free for the CTAs still
+# to run; otherwise (and when splits < MERGERS) the last CTA merges alone, as recorded.
+# FP16_PART additionally stores the partial accumulators as fp16 normalised by the CTA's l
+# (|acc / l| <= max |v|, so the values must stay under 65504), halving the merge's bytes.
+
+MERGERS_FUNCTIONS = r"""
+constexpr int SPIN_LIMIT = 64;  // waiting CTAs allowed at once; every sm_90 part has more SMs
+
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// Heads [h_first, h_first + NH) of one group's merge (NH = 1 or 2): thread (h, d) owns dimension d
+// of head h_first + threadIdx.x / D; with NH = 1 threads 128-255 only help with the weights.
+template <int NH>
+__device__ __noinline__ void merge_heads(const float* __restrict__ part_m,
+                                         const float* __restrict__ part_l,
+                                         const float* __restrict__ part_acc,
+                                         unsigned short* __restrict__ out,
+                                         float (*weight)[MAX_SPLITS], int q_row, int splits,
+                                         int h_first) {
+    static_assert(NH * D <= THREADS, "one dimension a thread");
+    const bool active = threadIdx.x < NH * D;
+    const int h = h_first + (active ? threadIdx.x / D : 0), d = threadIdx.x % D;
+    const float* acc_src = part_acc + static_cast<size_t>(q_row + h) * splits * D + d;
+    float a[MERGE_CHUNK];
+    if (active) {
+#pragma unroll
+        for (int i = 0; i < MERGE_CHUNK; ++i) {
+            if (i < splits) a[i] = __ldcg(acc_src + static_cast<size_t>(i) * D);
+        }
+    }
+    {
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, wh = warp / 2;
+        const float* pm = part_m + static_cast<size_t>(q_row + wh) * splits;
+        const float* pl = part_l + static_cast<size_t>(q_row + wh) * splits;
+        float wm[MAX_SPLITS / 32], wl[MAX_SPLITS / 32];
+        float big = __int_as_float(0xff800000u);
+#pragma unroll
+        for (int r = 0; r < MAX_SPLITS / 32; ++r) {
+            const int i = lane + 32 * r;
+            wm[r] = i < splits ? __ldcg(pm + i) : __int_as_float(0xff800000u);
+            wl[r] = i < splits ? __ldcg(pl + i) : 0.0f;
+            big = fmaxf(big, wm[r]);
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, off));
+        float sum = 0.0f;
+#pragma unroll
+        for (int r = 0; r < MAX_SPLITS / 32; ++r) {
+            wm[r] = fast_exp2(wm[r] - big);
+            sum = fmaf(wm[r], wl[r], sum);
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        const float inv = 1.0f / sum;
+        if (warp % 2 == 0) {
+#pragma unroll
+            for (int r = 0; r < MAX_SPLITS / 32; ++r) {
+                if (lane + 32 * r < splits) weight[wh][lane + 32 * r] = wm[r] * inv;
+            }
+        }
+    }
+    __syncthreads();
+    if (!active) return;
+    float val = 0.0f;
+    for (int base = 0; base < splits; base += MERGE_CHUNK) {
+        if (base > 0) {
+#pragma unroll
+            for (int i = 0; i < MERGE_CHUNK; ++i) {
+                if (base + i < splits) a[i] = __ldcg(acc_src + static_cast<size_t>(base + i) * D);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < MERGE_CHUNK; ++i) {
+            if (base + i < splits) val = fmaf(weight[h][base + i], a[i], val);
+        }
+    }
+    out[static_cast<size_t>(q_row + h) * D + d] = to_bf16(val);
+}
+
+"""
+
+MERGERS_TAIL_OLD = (
+    "    if (ticket != static_cast<unsigned>(splits - 1)) return;\n"
+    "\n"
+    "    merge_splits(part_m, part_l, part_acc, out, weight, q_row, splits);\n"
+    "    if (threadIdx.x == 0) group_tickets[group] = 0;  // ready for the next launch\n"
+)
+MERGERS_TAIL_NEW = r"""    const int waiting = (MERGERS - 1) * static_cast<int>(gridDim.y * gridDim.z);
+    const int mergers = splits >= MERGERS && waiting <= SPIN_LIMIT ? MERGERS : 1;
+    const int rank = splits - 1 - static_cast<int>(ticket);  // 0 for the last CTA of the group
+    if (rank >= mergers) return;
+    if (rank > 0) {  // wait for the group's last ticket: every partial is published then
+        if (threadIdx.x == 0) {
+            while (load_acquire(&group_tickets[group]) < static_cast<unsigned>(splits)) {
+            }
+        }
+        __syncthreads();
+    }
+    if (mergers == 1) {
+        merge_splits(part_m, part_l, part_acc, out, weight, q_row, splits);
+    } else {
+        merge_heads<G / MERGERS>(part_m, part_l, part_acc, out, weight, q_row, splits,
+                                 rank * (G / MERGERS));
+    }
+    if (threadIdx.x == 0 &&
+        take_ticket(&group_tickets[group]) == static_cast<unsigned>(splits + mergers - 1)) {
+        group_tickets[group] = 0;  // every merger has passed its wait: ready for the next launch
+    }
+"""
+
+
+def mergers_edits(mergers: int) -> list[tuple[str, str]]:
+    """The group merge shared by the group's last `mergers` CTAs, G / mergers heads each."""
+    return [
+        ("// Grid (splits, Hkv, B).",
+         f"#define MERGERS {mergers}\n" + MERGERS_FUNCTIONS + "// Grid (splits, Hkv, B)."),
+        (MERGERS_TAIL_OLD, MERGERS_TAIL_NEW),
+    ]
+
+
+FP16_FUNCTIONS = r"""
+// Two fp32 values as one fp16x2 word (x in the low half) and back.
+__device__ __forceinline__ unsigned pack_f16(float x, float y) {
+    unsigned r;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(y), "f"(x));
+    return r;
+}
+__device__ __forceinline__ float2 unpack_f16(unsigned r) {
+    float2 f;
+    asm("{\n .reg .f16 lo, hi;\n mov.b32 {lo, hi}, %2;\n cvt.f32.f16 %0, lo;\n"
+        " cvt.f32.f16 %1, hi;\n}\n" : "=f"(f.x), "=f"(f.y) : "r"(r));
+    return f;
+}
+
+"""
+
+FP16_EDITS = [
+    ("// The merge of one group's splits,", FP16_FUNCTIONS + "// The merge of one group's splits,"),
+    (
+        "    const float2* acc_src =\n"
+        "        reinterpret_cast<const float2*>(part_acc + static_cast<size_t>(q_row + h) * splits * D) + d2;\n"
+        "    float2 a[MERGE_CHUNK];\n",
+        "    const unsigned* acc_src = reinterpret_cast<const unsigned*>(part_acc) +\n"
+        "                              static_cast<size_t>(q_row + h) * splits * (D / 2) + d2;\n"
+        "    unsigned a[MERGE_CHUNK];\n",
+    ),
+    ("                if (lane + 32 * r < splits) weight[wh][lane + 32 * r] = wm[r] * inv;\n"
+     "            }\n"
+     "        }\n"
+     "    }\n"
+     "    __syncthreads();\n"
+     "\n"
+     "    float2 val",
+     "                if (lane + 32 * r < splits) weight[wh][lane + 32 * r] = wm[r] * wl[r] * inv;\n"
+     "            }\n"
+     "        }\n"
+     "    }\n"
+     "    __syncthreads();\n"
+     "\n"
+     "    float2 val"),
+    (
+        "                val.x = fmaf(w, a[i].x, val.x);\n"
+        "                val.y = fmaf(w, a[i].y, val.y);\n",
+        "                const float2 f = unpack_f16(a[i]);\n"
+        "                val.x = fmaf(w, f.x, val.x);\n"
+        "                val.y = fmaf(w, f.y, val.y);\n",
+    ),
+    (
+        "        reinterpret_cast<float2*>(part_acc + p * D)[d2] = val;\n",
+        "        const float inv_l = 1.0f / cta_l[h];  // acc / l: a convex combination of V rows\n"
+        "        reinterpret_cast<unsigned*>(part_acc)[p * (D / 2) + d2] =\n"
+        "            pack_f16(val.x * inv_l, val.y * inv_l);\n",
+    ),
+]
+
+
+# The second call's variants. LIGHT_* is "merge by 2 CTAs" without the second acquire-release add
+# at the end of every merger: the one waiting CTA puts the counter back to zero itself once it has
+# seen the last ticket, and it polls with relaxed loads and one fence after the wait.
+LIGHT_FUNCTIONS = r"""
+__device__ __forceinline__ unsigned load_relaxed(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void fence_acq_rel() {
+    asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+}
+
+"""
+
+LIGHT_TAIL_NEW = r"""    const int waiting = static_cast<int>(gridDim.y * gridDim.z);
+    const int mergers = splits >= 2 && waiting <= SPIN_LIMIT ? 2 : 1;
+    const int rank = splits - 1 - static_cast<int>(ticket);  // 0 for the last CTA of the group
+    if (rank >= mergers) return;
+    if (rank > 0) {  // the one waiting CTA: the last ticket publishes every partial
+        if (threadIdx.x == 0) {
+            while (load_relaxed(&group_tickets[group]) < static_cast<unsigned>(splits)) {
+            }
+            fence_acq_rel();
+            group_tickets[group] = 0;  // nobody reads it again in this launch
+        }
+        __syncthreads();
+        merge_heads<G / 2>(part_m, part_l, part_acc, out, weight, q_row, splits, G / 2);
+        return;
+    }
+    if (mergers == 1) {
+        merge_splits(part_m, part_l, part_acc, out, weight, q_row, splits);
+        if (threadIdx.x == 0) group_tickets[group] = 0;
+    } else {
+        merge_heads<G / 2>(part_m, part_l, part_acc, out, weight, q_row, splits, 0);
+    }
+"""
+
+
+def light_mergers_edits() -> list[tuple[str, str]]:
+    return [
+        ("// Grid (splits, Hkv, B).",
+         "#define MERGERS 2\n" + MERGERS_FUNCTIONS + LIGHT_FUNCTIONS + "// Grid (splits, Hkv, B)."),
+        (MERGERS_TAIL_OLD, LIGHT_TAIL_NEW),
+    ]
+
+
+# Ticket first: thread 0 draws the ticket with a relaxed add as soon as its loop ends, so the
+# round trip overlaps the CTA merge. A CTA that is not last stores its partial, then counts it
+# done on a second per-group counter with an acquire-release add. The last CTA keeps its own
+# state on chip (no partial store, no release wait before its ticket), polls the done counter
+# until the other splits - 1 are published (they drew their tickets before it, so they are
+# running: no deadlock whatever the residency), then merges, taking its own (m, l, acc) from
+# shared memory and registers. It puts both counters back to zero.
+_RECORDED = SOURCE_PATH.read_text()
+_CTA_TAIL_ANCHOR = "    {  // thread (h, d2) merges dimensions 2 d2 and 2 d2 + 1 of head h"
+TICKET_FIRST_TAIL = r"""    // thread (h, d2) merges dimensions 2 d2 and 2 d2 + 1 of head h: 16 weighted float2 sums
+    const int h = threadIdx.x / (D / 2), d2 = threadIdx.x % (D / 2);
+    float2 val = make_float2(0.0f, 0.0f);
+#pragma unroll
+    for (int st = 0; st < STATES; ++st) {
+        const float w = red_w[st][h];
+        const float2 a = *reinterpret_cast<const float2*>(&red_acc[st][h][2 * d2]);
+        val.x = fmaf(w, a.x, val.x);
+        val.y = fmaf(w, a.y, val.y);
+    }
+    if (threadIdx.x == 0) ticket = drawn;
+    __syncthreads();
+    if (ticket != static_cast<unsigned>(splits - 1)) {
+        const size_t p = static_cast<size_t>(q_row + h) * splits + split;
+        if (d2 == 0) {
+            part_m[p] = cta_m[h];
+            part_l[p] = cta_l[h];
+        }
+        reinterpret_cast<float2*>(part_acc + p * D)[d2] = val;
+        __syncthreads();
+        if (threadIdx.x == 0) take_ticket(&group_done[group]);  // publishes the partial
+        return;
+    }
+    if (threadIdx.x == 0) {
+        while (load_relaxed(&group_done[group]) < static_cast<unsigned>(splits - 1)) {
+        }
+        fence_acq_rel();
+    }
+    __syncthreads();
+    merge_splits(part_m, part_l, part_acc, out, weight, q_row, splits, split, cta_m, cta_l, val);
+    if (threadIdx.x == 0) {
+        group_tickets[group] = 0;  // ready for the next launch
+        group_done[group] = 0;
+    }
+}
+"""
+
+TICKET_FIRST_EDITS = [
+    ("__device__ unsigned int group_tickets[MAX_GROUPS] = {};\n",
+     "__device__ unsigned int group_tickets[MAX_GROUPS] = {};\n"
+     "__device__ unsigned int group_done[MAX_GROUPS] = {};\n" + LIGHT_FUNCTIONS),
+    ("                                          float (*weight)[MAX_SPLITS], int q_row, int splits) {\n",
+     "                                          float (*weight)[MAX_SPLITS], int q_row, int splits,\n"
+     "                                          int own, const float* own_m, const float* own_l,\n"
+     "                                          float2 own_val) {\n"),
+    ("            wm[r] = i < splits ? __ldcg(pm + i) : __int_as_float(0xff800000u);\n"
+     "            wl[r] = i < splits ? __ldcg(pl + i) : 0.0f;\n",
+     "            wm[r] = i < splits ? (i == own ? own_m[wh] : __ldcg(pm + i)) : __int_as_float(0xff800000u);\n"
+     "            wl[r] = i < splits ? (i == own ? own_l[wh] : __ldcg(pl + i)) : 0.0f;\n"),
+    ("                val.x = fmaf(w, a[i].x, val.x);\n"
+     "                val.y = fmaf(w, a[i].y, val.y);\n",
+     "                const float2 ai = base + i == own ? own_val : a[i];\n"
+     "                val.x = fmaf(w, ai.x, val.x);\n"
+     "                val.y = fmaf(w, ai.y, val.y);\n"),
+    ("    // Merge the CTA's 16 half-warp states; keep the result unnormalised for the split merge.\n",
+     "    unsigned drawn = 0;  // the ticket goes out first: its round trip overlaps the CTA merge\n"
+     "    if (threadIdx.x == 0) drawn = atomicAdd(&group_tickets[group], 1u);\n"
+     "    // Merge the CTA's 16 half-warp states; keep the result unnormalised for the split merge.\n"),
+    (_RECORDED[_RECORDED.index(_CTA_TAIL_ANCHOR):], TICKET_FIRST_TAIL),
+]
+
+
 LB3_EDITS = [("__launch_bounds__(THREADS, 2)", "__launch_bounds__(THREADS, 3)")]
 
 # name -> (edits, CTAs an SM the plan aims at, fixed plan {T: (splits, tokens_per_split)} or None)
@@ -378,6 +685,11 @@ VARIANTS: dict[str, Variant] = {
     "ring 5x8KB interleaved": (ring_edits(5, True, False), 2, None),
     "ring 12x8KB dynamic": (ring_edits(12, False, True), 2, None),
     "ring 12x8KB dyn interleaved": (ring_edits(12, True, True), 2, None),
+    "merge by 2 CTAs": (mergers_edits(2), 2, None),
+    "merge by 4 CTAs": (mergers_edits(4), 2, None),
+    "fp16 partials": (FP16_EDITS, 2, None),
+    "merge by 2, helper resets": (light_mergers_edits(), 2, None),
+    "ticket first": (TICKET_FIRST_EDITS, 2, None),
 }
 # Dynamic shared memory a variant's launch passes (and raises the function's limit to).
 DYNAMIC_SMEM: dict[str, int] = {
@@ -386,8 +698,7 @@ DYNAMIC_SMEM: dict[str, int] = {
 }
 # The variants this round times when VARIANTS is not set (the earlier rounds' stay selectable).
 DEFAULT_VARIANTS = (
-    "base", "interleaved", "ring 4x8KB", "ring 5x8KB", "ring 5x8KB interleaved",
-    "ring 12x8KB dynamic", "ring 12x8KB dyn interleaved", "base (second build)",
+    "base", "ticket first", "merge by 2, helper resets", "base (second build)",
 )
 
 
