@@ -31,7 +31,10 @@
 //   otherwise, and the conversion would repeat in every warp for 4 to 16 tokens).
 // - Scale after the group, not before the mma: a lane's 16-byte piece is 32 values and the 4 lanes
 //   of a row together are one group of 128, so each piece's 8 mmas run into two fresh fp32
-//   partials that are multiplied by the row's scale and added to the total.
+//   partials that are multiplied by the row's scale and added to the total. At batch 1 a stage's
+//   two scales of a row are adjacent bf16, fetched as one 32-bit load a row a stage: each scale
+//   load of a warp touches the 8 lines of its 8 rows, and one 16-bit load a row a piece (twice the
+//   loads) kept the L1 pipe ~68% busy against ~57-59% now, and cost ~3% of the time.
 // - At batch 1, x travels with the weights: each stage's 512 bytes of x are copied into the warp's
 //   ring (one 16-byte cp.async.ca a lane) by the stage's own copy group, converted in place by the
 //   lane that copied it, and read by the others after a __syncwarp.
@@ -46,9 +49,10 @@
 // + 3.7 MB of scales + x + y = 0.121 GB: 27 us at the ~4.5 TB/s read ceiling (a lead). With a
 // quarter of 01's time, fixed costs weigh four times more: launch and ramp (~3 us), the drain at
 // the end, the reduction of the two halves. Expect 75-80% of read (~34-36 us), about 3.2x faster
-// than torch's bf16 F.linear on the dequantised weights, which moves 4x the bytes. What bounds the
-// batch-1 loop now is the shared-memory (LSU) pipe: per warp-stage 4 LDS.128 of weights, 8 of x
-// in 4 lanes, the x conversion's LDS and STS and 5 LDGSTS, about 66 wavefronts.
+// than torch's bf16 F.linear on the dequantised weights, which moves 4x the bytes. The batch-1
+// loop's L1 pipe carries, per warp-stage, 4 LDS.128 of weights, 8 of x in 4 lanes, the x
+// conversion's LDS and STS, 5 LDGSTS and 2 scale loads of 8 lines each; with the scales halved it
+// runs ~57% busy, and the longest wait is memory (long scoreboard), not shared memory.
 //
 // Size constraints: K a multiple of 512 (at batch 1 two halves of whole stages of 256 values: 4
 // lanes x 2 pieces x 32 values a row; the groups of 128 follow), N a multiple of 32 (16 at batch
@@ -242,6 +246,13 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
         if constexpr (FP16) __syncwarp();  // every lane is done reading the slot refilled next
         issue(c + (STAGES - 1) * STEP, slot == 0 ? STAGES - 1 : slot - 1);
         wait_copies<STAGES - 1>();
+        // batch 1: the stage's two scales of rows g and g + 8 (groups c / 4 and c / 4 + 1, adjacent
+        // bf16) as one 32-bit load a row: 4-byte aligned, since K is a multiple of 512
+        unsigned scale_pair[2] = {0u, 0u};
+        if constexpr (FP16) {
+            scale_pair[0] = __ldg(reinterpret_cast<const unsigned*>(sa + c / 4));
+            scale_pair[1] = __ldg(reinterpret_cast<const unsigned*>(sb + c / 4));
+        }
         float offset[2];  // batch 1: what the biases add to the product of each group of the stage
         if constexpr (FP16) {
             // The lane's own vector of x (values 8i..8i+7 of piece 4p + t, p = lane / 16): to fp16,
@@ -268,8 +279,12 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
 #pragma unroll(BATCH == 1 ? UNROLL_B1 : NT == 1 ? PIECES : 1)
         for (int p = 0; p < PIECES; ++p) {
             // piece c + 4p + t lies in group (c + 4p + t) / 4 = c / 4 + p of this half
-            const float scale_a = bf16_to_float(__ldg(sa + c / 4 + p));
-            const float scale_b = bf16_to_float(__ldg(sb + c / 4 + p));
+            const float scale_a =
+                FP16 ? __uint_as_float(p == 0 ? scale_pair[0] << 16 : scale_pair[0] & 0xFFFF0000u)
+                     : bf16_to_float(__ldg(sa + c / 4 + p));
+            const float scale_b =
+                FP16 ? __uint_as_float(p == 0 ? scale_pair[1] << 16 : scale_pair[1] & 0xFFFF0000u)
+                     : bf16_to_float(__ldg(sb + c / 4 + p));
             const uint4 a = ring[warp][slot][p][0][lane];
             const uint4 b = ring[warp][slot][p][1][lane];
             const unsigned a_words[4] = {a.x, a.y, a.z, a.w};
