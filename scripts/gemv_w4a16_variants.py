@@ -18,7 +18,11 @@ drifted file fails loudly instead of building the wrong kernel:
   each stage converts the next stage's x while its own mmas run;
 - `unroll`, `reread`: both pieces of a stage unrolled, with the block index read again for the
   output row (both spill under nvcc at the 72 registers the launch allows, so they stay out of
-  the timed set).
+  the timed set);
+- `tiled` (the ninth pass): the scales tiled with the weights, 64 bytes a warp-stage (the script
+  tiles the suite's row-major scales for these variants, `tile_scales`; the reference is the
+  suite's, from the row-major inputs), read per batch either copied by the stage's copy group
+  (`copy_b1`, `copy_bn`) or by one 64-bit `__ldg` a stage, with `ahead` a stage early.
 
 Each variant is checked first at every shape against the float64 reference (y poisoned with
 NaN, the suite's own inputs and decoder, fresh random draws), then timed with CUDA events: the
@@ -54,10 +58,12 @@ SHAPES = (
 )
 
 VARIANTS: dict[str, dict[str, int]] = {
-    "base": {},  # the installed file, byte for byte
-    "x slots": {"xslots": 1},
-    "scale quads": {"quads": 1},
-    "x slots + quads": {"xslots": 1, "quads": 1},
+    "base": {},  # the installed file, byte for byte, on the suite's row-major scales
+    # the ninth pass: scales tiled with the weights (the script tiles the suite's scales for
+    # these); per batch, copied into shared memory by the stage's copy group, or one __ldg
+    "tiled, copied": {"tiled": 1, "copy_b1": 1, "copy_bn": 1},
+    # second call: batch 1 loads stage s + 1's scales during stage s; batch 4 and 16 copied
+    "tiled, ldg ahead b1": {"tiled": 1, "copy_b1": 0, "copy_bn": 1, "ahead": 1},
 }
 # checked, not timed: small shapes, 1 to 3 stages of 256 values a half of K at batch 1
 CHECK_ONLY = tuple({"batch": b, "k": 1024, "n": 1024} for b in (1, 4, 16)) + (
@@ -221,6 +227,118 @@ QUADS_NEW = (
 )
 
 
+# (5) the scales tiled with the weights (the ninth pass): a warp-stage's 16 rows x 2 groups are 64
+# contiguous bytes, for each g = 0..7 (row g, group 2s), (row g, 2s + 1), (row g + 8, 2s),
+# (row g + 8, 2s + 1); the blocks of all tiles for stage s side by side (stage stride 2N bf16).
+# SCALES_COPIED per batch: lanes 0-3 copy the 64 bytes in the stage's copy group and each lane
+# reads its uint2 from shared memory; otherwise one 64-bit __ldg a lane a stage.
+TILED = [
+    (
+        "constexpr int BLOCKS_PER_SM_BATCHED = 7;\n",
+        "constexpr int BLOCKS_PER_SM_BATCHED = 7;\n"
+        "constexpr bool SCALES_COPIED_B1 = COPY_B1;\n"
+        "constexpr bool SCALES_COPIED_BATCHED = COPY_BN;\n",
+    ),
+    (
+        "(2 * PIECES * 32 + X_VECTORS) * 16 + 1024)",
+        "(2 * PIECES * 32 + X_VECTORS + 4) * 16 + 1024)",
+    ),
+    (
+        "    __shared__ uint4 xring[WARPS][FP16 ? STAGES : 1][FP16 ? X_VECTORS : 1];\n",
+        "    __shared__ uint4 xring[WARPS][FP16 ? STAGES : 1][FP16 ? X_VECTORS : 1];\n"
+        "    constexpr bool SCALES_COPIED = BATCH == 1 ? SCALES_COPIED_B1 : SCALES_COPIED_BATCHED;\n"
+        "    // a warp-stage's 64 bytes of scales, as the suite tiles them\n"
+        "    __shared__ uint4 sring[WARPS][SCALES_COPIED ? STAGES : 1][4];\n",
+    ),
+    ("    const int groups = k / GROUP;\n", ""),
+    (
+        "    const unsigned short* sa = scales + static_cast<size_t>(row) * groups + half * (groups / KSPLIT);\n"
+        "    const unsigned short* sb = sa + static_cast<size_t>(8) * groups;\n",
+        "    // the tile's scales of this warp's first stage (32 bf16 a tile a stage, 2N a stage)\n"
+        "    const unsigned short* st =\n"
+        "        scales + static_cast<size_t>(half) * (kv / STEP) * 2 * n + static_cast<size_t>(tile) * 32;\n",
+    ),
+    (
+        "            if constexpr (FP16) copy_async_16_l1(&xring[warp][slot][x_slot], x_copy + 4 * c);\n",
+        "            if constexpr (FP16) copy_async_16_l1(&xring[warp][slot][x_slot], x_copy + 4 * c);\n"
+        "            if constexpr (SCALES_COPIED) {\n"
+        "                if (lane < 4)\n"
+        "                    copy_async_16(&sring[warp][slot][lane],\n"
+        "                                  reinterpret_cast<const uint4*>(st + static_cast<size_t>((c / STEP) * 2) * n) + lane);\n"
+        "            }\n",
+    ),
+    (
+        "        if constexpr (FP16) __syncwarp();  // every lane",
+        "        if constexpr (FP16 || SCALES_COPIED) __syncwarp();  // every lane",
+    ),
+    (
+        "        unsigned scale_pair[2] = {0u, 0u};\n"
+        "        if constexpr (FP16) {\n"
+        "            scale_pair[0] = __ldg(reinterpret_cast<const unsigned*>(sa + c / 4));\n"
+        "            scale_pair[1] = __ldg(reinterpret_cast<const unsigned*>(sb + c / 4));\n"
+        "        }\n",
+        "        uint2 scale_pair = make_uint2(0u, 0u);  // rows g, g + 8: groups c / 4, c / 4 + 1 of each\n"
+        "        if constexpr (!SCALES_COPIED)\n"
+        "            scale_pair = __ldg(reinterpret_cast<const uint2*>(st + static_cast<size_t>((c / STEP) * 2) * n) + g);\n",
+    ),
+    (
+        "            __syncwarp();  // the x the other lanes copied and converted is in place\n        }\n",
+        "            __syncwarp();  // the x the other lanes copied and converted is in place\n        }\n"
+        "        if constexpr (SCALES_COPIED) {\n"
+        "            if constexpr (!FP16) __syncwarp();  // lanes 0-3 copied them\n"
+        "            scale_pair = reinterpret_cast<const uint2*>(&sring[warp][slot][0])[g];\n"
+        "        }\n",
+    ),
+    (
+        "            const float scale_a =\n"
+        "                FP16 ? __uint_as_float(p == 0 ? scale_pair[0] << 16 : scale_pair[0] & 0xFFFF0000u)\n"
+        "                     : bf16_to_float(__ldg(sa + c / 4 + p));\n"
+        "            const float scale_b =\n"
+        "                FP16 ? __uint_as_float(p == 0 ? scale_pair[1] << 16 : scale_pair[1] & 0xFFFF0000u)\n"
+        "                     : bf16_to_float(__ldg(sb + c / 4 + p));\n",
+        "            const float scale_a = __uint_as_float(p == 0 ? scale_pair.x << 16 : scale_pair.x & 0xFFFF0000u);\n"
+        "            const float scale_b = __uint_as_float(p == 0 ? scale_pair.y << 16 : scale_pair.y & 0xFFFF0000u);\n",
+    ),
+]
+
+
+# (5b) with `ahead`, the __ldg route loads the next stage's scales a stage early (the last stage
+# loads its own again, so nothing past the array is read)
+AHEAD_LDG_OLD = (
+    "        uint2 scale_pair = make_uint2(0u, 0u);  // rows g, g + 8: groups c / 4, c / 4 + 1 of each\n"
+    "        if constexpr (!SCALES_COPIED)\n"
+    "            scale_pair = __ldg(reinterpret_cast<const uint2*>(st + static_cast<size_t>((c / STEP) * 2) * n) + g);\n"
+)
+AHEAD_LDG_NEW = (
+    "        uint2 scale_pair = scale_next;  // rows g, g + 8: groups c / 4, c / 4 + 1 of each\n"
+    "        if constexpr (!SCALES_COPIED) {\n"
+    "            const int next = c + STEP < kv ? c + STEP : c;\n"
+    "            scale_next = __ldg(reinterpret_cast<const uint2*>(st + static_cast<size_t>((next / STEP) * 2) * n) + g);\n"
+    "        }\n"
+)
+AHEAD_LDG_FIRST = (
+    "    uint2 scale_next = make_uint2(0u, 0u);  // the scales of the stage after this one\n"
+    "    if constexpr (!SCALES_COPIED) scale_next = __ldg(reinterpret_cast<const uint2*>(st) + g);\n"
+)
+
+
+def with_tiled_scales(src: str, copy_b1: int, copy_bn: int, ahead: int = 0) -> str:
+    for old, new in TILED:
+        src = _sub(src, old, new)
+    if ahead:
+        src = _sub(src, AHEAD_LDG_OLD, AHEAD_LDG_NEW)
+        src = _sub(src, "    int slot = 0;\n", AHEAD_LDG_FIRST + "    int slot = 0;\n")
+    src = _sub(src, "COPY_B1;", "true;" if copy_b1 else "false;")
+    return _sub(src, "COPY_BN;", "true;" if copy_bn else "false;")
+
+
+def tile_scales(scales: Any, xp: Any) -> Any:
+    """(N, K/128) row-major scales -> the order `with_tiled_scales` reads: stage, tile, g, half, group."""
+    n, groups = scales.shape
+    t = scales.reshape(n // 16, 2, 8, groups // 2, 2)  # tile, half, g, stage, group in stage
+    return xp.ascontiguousarray(t.transpose(3, 0, 2, 1, 4)).reshape(n, groups)
+
+
 def _sub(src: str, old: str, new: str, count: int = 1) -> str:
     found = src.count(old)
     if found != count:
@@ -234,6 +352,10 @@ def variant(
     reread: int = 0,
     xahead: int = 0,
     quads: int = 0,
+    tiled: int = 0,
+    copy_b1: int = 0,
+    copy_bn: int = 0,
+    ahead: int = 0,
 ) -> str:
     """The installed file with the batch-1 changes named switched on."""
     src = SOURCE
@@ -249,6 +371,8 @@ def variant(
         src = _sub(src, QUADS_CARRY_AT, QUADS_CARRY + QUADS_CARRY_AT)
     if xahead:
         src = ahead(src)
+    if tiled:
+        src = with_tiled_scales(src, copy_b1, copy_bn, ahead)
     src = _sub(src, "constexpr int UNROLL_B1 = 1;", f"constexpr int UNROLL_B1 = {unroll};")
     return src
 
@@ -409,6 +533,7 @@ def main() -> None:
         timed = shape in SHAPES
         key = f"b{shape['batch']} k{shape['k']} n{shape['n']}"
         inputs = suite._inputs_w4a16(shape, rng)
+        scales_tiled = tile_scales(inputs["scales"], cp)
         ref = suite._reference(suite._weights_w4a16)(inputs, shape)["y"]  # float64, exact decode
         nbytes = suite.bytes_w4a16(shape)
         for name, module in modules.items():
@@ -420,7 +545,7 @@ def main() -> None:
             args = (
                 inputs["x"],
                 inputs["wq"],
-                inputs["scales"],
+                scales_tiled if opts.get("tiled") else inputs["scales"],
                 y,
                 np.int32(shape["k"]),
                 np.int32(shape["n"]),
@@ -450,9 +575,9 @@ def main() -> None:
                 runners[(key, name)] = run
         # keep every shape's inputs alive for the timing rounds
         if timed:
-            results["cases"][key]["_inputs"] = inputs
+            results["cases"][key]["_inputs"] = (inputs, scales_tiled)
         else:
-            del inputs, ref
+            del inputs, scales_tiled, ref
             cp.get_default_memory_pool().free_all_blocks()
 
     # a variant wrong at any shape is timed at none
@@ -515,7 +640,7 @@ def profile(name: str) -> None:
             (
                 inputs["x"],
                 inputs["wq"],
-                inputs["scales"],
+                tile_scales(inputs["scales"], cp) if opts.get("tiled") else inputs["scales"],
                 y,
                 np.int32(shape["k"]),
                 np.int32(shape["n"]),
