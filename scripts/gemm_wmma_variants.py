@@ -4,10 +4,10 @@ Run on the GPU machine from the repository root:
 
     python3 scripts/gemm_wmma_variants.py          # 4096^3; SIZE=8192 for another size
 
-Each variant is kernels/gemm/10_wmma.cu, 11_mma_swizzle.cu, or the candidate
-scripts/wmma_ldm_candidate.cu (fragments filled by ldmatrix from lane addresses computed once;
--DSWIZZLE and -DINTERLEAVE pick its shared layout and when the next tile's copies are issued),
-with a constant or one code block rewritten; each is checked against cuBLAS's
+Each variant is kernels/gemm/10_wmma.cu or 11_mma_swizzle.cu, with constants or code blocks
+rewritten: `burst` issues the next tile's copies all at once after the barrier instead of
+spread over the K step, `swizzle` puts 10's tiles on 11's XOR-swizzled layout (no padding),
+`group` adds 11's launch order; each is checked against cuBLAS's
 output first (NaN-poisoned C; a variant that fails is reported and left out), then timed with
 CUDA events after warm-up, the L2 flushed before every launch, median of 25, in two
 alternating rounds. A probe first compares the registers that ldmatrix leaves, in each order,
@@ -29,7 +29,6 @@ import numpy as np
 from cupy_backends.cuda.libs import cublas
 
 SOURCES = {"committed": Path("kernels/gemm/10_wmma.cu").read_text(),
-           "ldm": Path("scripts/wmma_ldm_candidate.cu").read_text(),
            "mma11": Path("kernels/gemm/11_mma_swizzle.cu").read_text()}
 # ONLY=name,name restricts the variants; PROFILE=1 launches each once after the check and skips
 # the timing rounds (for Nsight Compute: one launch a variant, in VARIANTS order).
@@ -48,18 +47,63 @@ GROUPED_ORDER = """    const int tiles_n = gridDim.x, tiles_m = gridDim.y;
     const int block_col = (in_group / rows) * BN;
 """
 
+# 10's copies issued in one burst after the barrier, as before the eighth pass
+SPREAD_COPIES = (
+    "            // a quarter of the next tile's copies (refilling the stage of step t-1)\n"
+    "            if (next < k_tiles) load_part(next % STAGES, next, kk / FRAG);\n",
+    "",
+)
+SPREAD_COMMIT = ("        cp_async_commit();  // one group per step, empty past the end\n", "")
+BURST_COPIES = (
+    "        const int next = t + STAGES - 1;\n",
+    "        const int next = t + STAGES - 1;\n"
+    "        if (next < k_tiles) load_tile(next % STAGES, next);  // refills the stage of step t-1\n"
+    "        cp_async_commit();\n",
+)
+# 10 on 11's layout: rows unpadded (PAD 0), 16-byte chunk c of row r stored at c ^ (r % 8); every
+# row a lane's ldmatrix points at has row % 8 == r8, so its chunk is XOR-ed with r8
+SWIZZLE_EDITS = (
+    ("static_assert((AS_STRIDE / 2) % 8 == 4 && (BS_STRIDE / 2) % 8 == 4,\n"
+     "              \"a row stride of 4 x odd words puts 8 consecutive rows on 8 distinct bank quads\");\n",
+     ""),
+    ("    const int b_row = tid / (BN / CHUNK), b_col = (tid % (BN / CHUNK)) * CHUNK;\n",
+     "    const int b_row = tid / (BN / CHUNK), b_col = (tid % (BN / CHUNK)) * CHUNK;\n"
+     "    static_assert(A_ROW_STEP % 8 == 0 && B_ROW_STEP % 8 == 0, \"a thread's row % 8 never changes\");\n"
+     "    const int a_put = ((a_col / CHUNK) ^ (a_row % 8)) * CHUNK;\n"
+     "    const int b_put = ((b_col / CHUNK) ^ (b_row % 8)) * CHUNK;\n"),
+    ("    const unsigned as_dst = as_base + (a_row * AS_STRIDE + a_col) * 2;\n"
+     "    const unsigned bs_dst = bs_base + (b_row * BS_STRIDE + b_col) * 2;\n",
+     "    const unsigned as_dst = as_base + (a_row * AS_STRIDE + a_put) * 2;\n"
+     "    const unsigned bs_dst = bs_base + (b_row * BS_STRIDE + b_put) * 2;\n"),
+    ("    const unsigned a_lane = ((warp_row + a_r) * AS_STRIDE + a_c) * 2;\n"
+     "    const unsigned b_lane = (b_r * BS_STRIDE + warp_col + b_c) * 2;\n",
+     "    unsigned a_lane[PARTS], b_lane[FN];\n"
+     "#pragma unroll\n"
+     "    for (int q = 0; q < PARTS; ++q)\n"
+     "        a_lane[q] = ((warp_row + a_r) * AS_STRIDE + (((q * FRAG + a_c) / CHUNK) ^ r8) * CHUNK) * 2;\n"
+     "#pragma unroll\n"
+     "    for (int j = 0; j < FN; ++j)\n"
+     "        b_lane[j] = (b_r * BS_STRIDE + (((warp_col + j * FRAG + b_c) / CHUNK) ^ r8) * CHUNK) * 2;\n"),
+    ("        const unsigned as = as_base + stage * A_STAGE * 2 + a_lane;\n"
+     "        const unsigned bs = bs_base + stage * B_STAGE * 2 + b_lane;\n",
+     "        const unsigned as = as_base + stage * A_STAGE * 2;\n"
+     "        const unsigned bs = bs_base + stage * B_STAGE * 2;\n"),
+    ("            for (int i = 0; i < FM; ++i) ldsm_a(a_frag[i], as + (i * FRAG * AS_STRIDE + kk) * 2);\n",
+     "            for (int i = 0; i < FM; ++i) ldsm_a(a_frag[i], as + a_lane[kk / FRAG] + i * FRAG * AS_STRIDE * 2);\n"),
+    ("            for (int j = 0; j < FN; ++j) ldsm_b(b_frag[j], bs + (kk * BS_STRIDE + j * FRAG) * 2);\n",
+     "            for (int j = 0; j < FN; ++j) ldsm_b(b_frag[j], bs + b_lane[j] + kk * BS_STRIDE * 2);\n"),
+)
+
 VARIANTS: dict[str, dict[str, object]] = {
-    "committed": {},
+    "10": {},
     "11 mma.sync": {"source": "mma11"},
-    "ldm": {"source": "ldm"},
-    "ldm interleaved": {"source": "ldm", "defines": {"INTERLEAVE": 1}},
-    "ldm swizzled": {"source": "ldm", "PAD": 0, "defines": {"SWIZZLE": 1}},
-    "ldm swizzled interleaved": {"source": "ldm", "PAD": 0, "defines": {"SWIZZLE": 1, "INTERLEAVE": 1}},
-    "ldm swizzled grouped": {"source": "ldm", "PAD": 0, "defines": {"SWIZZLE": 1}, "group": True},
-    "ldm interleaved 128x128 3 stages 2 blocks/SM": {"source": "ldm", "defines": {"INTERLEAVE": 1},
-                                                      "BN": 128, "STAGES": 3, "MIN_BLOCKS": 2},
-    "ldm swizzled 128x128 3 stages 2 blocks/SM": {"source": "ldm", "PAD": 0, "defines": {"SWIZZLE": 1},
-                                                   "BN": 128, "STAGES": 3, "MIN_BLOCKS": 2},
+    "10, copies in one burst": {"burst": True},
+    "10 swizzled, copies in one burst": {"swizzle": True, "burst": True},
+    "10 swizzled": {"swizzle": True},
+    "10 swizzled, copies in one burst, grouped": {"swizzle": True, "burst": True, "group": True},
+    "10, 128x128 3 stages 2 blocks/SM": {"BN": 128, "STAGES": 3, "MIN_BLOCKS": 2},
+    "10 swizzled, copies in one burst, 128x128 3 stages 2 blocks/SM": {
+        "swizzle": True, "burst": True, "BN": 128, "STAGES": 3, "MIN_BLOCKS": 2},
 }
 
 PROBE = r"""
@@ -124,21 +168,29 @@ def probe() -> dict[str, bool]:
     return found
 
 
-def variant(source: str = "committed", defines: dict[str, int] | None = None, novol: bool = False,
-            group: bool = False, **constants: int) -> str:
+def _edit(src: str, old: str, new: str) -> str:
+    assert src.count(old) == 1, f"the rewrite expects exactly one {old!r}"
+    return src.replace(old, new)
+
+
+def variant(source: str = "committed", burst: bool = False, swizzle: bool = False,
+            novol: bool = False, group: bool = False, **constants: int) -> str:
     src = SOURCES[source]
-    for name, value in (defines or {}).items():
-        src = f"#define {name} {value}\n" + src
+    if burst:
+        for old, new in (SPREAD_COPIES, SPREAD_COMMIT, BURST_COPIES):
+            src = _edit(src, old, new)
+    if swizzle:
+        for old, new in SWIZZLE_EDITS:
+            src = _edit(src, old, new)
+        constants = {"PAD": 0, **constants}
     if novol:
-        src = src.replace('asm volatile("wmma.load', 'asm("wmma.load')
         src = src.replace('asm volatile("ldmatrix', 'asm("ldmatrix')
     for name, value in constants.items():
         src = re.sub(rf"constexpr int {name} = \d+;", f"constexpr int {name} = {value};", src)
     if group:
         plain = ("    const int block_row = blockIdx.y * BM;\n"
                  "    const int block_col = blockIdx.x * BN;\n")
-        assert plain in src
-        src = src.replace(plain, GROUPED_ORDER)
+        src = _edit(src, plain, GROUPED_ORDER)
     return src
 
 
