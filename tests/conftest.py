@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import pytest
@@ -34,6 +36,14 @@ def edit(root: Path, rel_path: str, old: str, new: str) -> None:
     text = path.read_text(encoding="utf-8")
     assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times in {rel_path}"
     path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def suite_module(topic: str) -> ModuleType:
+    """A topic's suite.py as the bench loads (and checks) it, for its helpers and constants."""
+    from curriculum.bench.suites import load_suite
+
+    load_suite(REPO / "kernels" / topic)
+    return sys.modules[f"curriculum_suite_{topic}"]
 
 
 def version_named(loaded: LoadedSuite, stem: str) -> Version:

@@ -10,30 +10,16 @@ refused by every version but 07.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from conftest import suite_module
 
 from curriculum.bench.api import Version, discover_versions
 from curriculum.bench.suites import load_suite, plan_cases, select_cases
 
 TOPIC_DIR = Path(__file__).resolve().parents[2] / "kernels" / "gemm"
-
-
-def _load_suite_module() -> ModuleType:
-    name = "gemm_suite_autotune_under_test"
-    spec = importlib.util.spec_from_file_location(name, TOPIC_DIR / "suite.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-gemm = _load_suite_module()
+gemm = suite_module("gemm")
 TILES = next(b for b in gemm.SUITE.benchmarks if b.name == "sgemm_tiles")
 VERSIONS: dict[str, Version] = {v.stem: v for v in discover_versions(TOPIC_DIR)}
 HEADLINE = {"m": 4096, "n": 4096, "k": 4096}

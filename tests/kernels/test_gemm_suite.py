@@ -10,34 +10,21 @@ where nvcc is installed, that every version compiles for Hopper without spills.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
+from conftest import suite_module
 
 from curriculum.bench.api import Benchmark, Suite, Version, discover_versions
 
 TOPIC_DIR = Path(__file__).resolve().parents[2] / "kernels" / "gemm"
-
-
-def _load_suite_module() -> ModuleType:
-    name = "gemm_suite_under_test"
-    spec = importlib.util.spec_from_file_location(name, TOPIC_DIR / "suite.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-gemm = _load_suite_module()
+gemm = suite_module("gemm")
 SUITE: Suite = gemm.SUITE
 VERSIONS: list[Version] = discover_versions(TOPIC_DIR)
 BY_NAME: dict[str, Benchmark] = {b.name: b for b in SUITE.benchmarks}
