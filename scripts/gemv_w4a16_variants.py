@@ -6,23 +6,19 @@ Run on the GPU machine from the repository root:
     python3 scripts/gemv_w4a16_variants.py emit DIR   # write each variant's .cu (no GPU)
     python3 scripts/gemv_w4a16_variants.py profile NAME   # three headline launches, for ncu
 
-Each variant is kernels/gemv/02_w4a16.cu (the installed file, which is also timed byte for byte
-as `base`) with batch-1 changes written in by source rewriting, each anchored on exact text so a
-drifted file fails loudly instead of building the wrong kernel:
-- `xslots`: the x slots without shared-memory bank conflicts for the copy, the in-place
-  conversion and the reads of lanes 0-3 (lane L copies a permuted vector into slot L);
-- `quads`: the scales of two stages in one 64-bit load a row (every other stage), where the file
-  loads each stage's pair of scales as one 32-bit word (the eighth pass's "scale pairs", timed as
-  a rewrite of the seventh pass's file and installed);
-- `xahead`: x copied a stage ahead of the weights into a ring of its own (one slot deeper), so
-  each stage converts the next stage's x while its own mmas run;
-- `unroll`, `reread`: both pieces of a stage unrolled, with the block index read again for the
-  output row (both spill under nvcc at the 72 registers the launch allows, so they stay out of
-  the timed set);
-- `tiled` (the ninth pass): the scales tiled with the weights, 64 bytes a warp-stage (the script
-  tiles the suite's row-major scales for these variants, `tile_scales`; the reference is the
-  suite's, from the row-major inputs), read per batch either copied by the stage's copy group
-  (`copy_b1`, `copy_bn`) or by one 64-bit `__ldg` a stage, with `ahead` a stage early.
+The tenth pass compares whole files, each with its own batch-1 launch:
+- `recorded`: the file the bench measured last (W4A16_RECORDED, default scratch/02_recorded.cu,
+  a copy taken before the edit; its batch-1 launch is N / 16 blocks of 64 threads, two warps a
+  16-row tile, each over half of K);
+- `cta an SM, 28 warps`: kernels/gemv/02_w4a16.cu as installed: one CTA an SM whose warps take
+  (stage, tile) items of the CTA's tiles from a counter in shared memory;
+- the same kernel with fewer warps a CTA or more CTAs an SM (B1_WARPS and B1_CTAS_PER_SM
+  rewritten), which balance the work over fewer warps: if the uneven finish of the one-wave
+  launch is what the dealing removes, these should lose in that order.
+Batch 4 and 16 are checked for every variant and timed for the two whole files only (their code
+is the same in all the rewrites). The variants of earlier passes (x slots, scale quads, x a stage
+ahead, tiled scales) were rewrites of the file before this pass and are in the history of this
+script.
 
 Each variant is checked first at every shape against the float64 reference (y poisoned with
 NaN, the suite's own inputs and decoder, fresh random draws), then timed with CUDA events: the
@@ -42,7 +38,7 @@ import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -57,336 +53,280 @@ SHAPES = (
     {"batch": 16, "k": 8192, "n": 28672},
 )
 
-VARIANTS: dict[str, dict[str, int]] = {
-    "base": {},  # the installed file, byte for byte, on the suite's row-major scales
-    # the ninth pass: scales tiled with the weights (the script tiles the suite's scales for
-    # these); per batch, copied into shared memory by the stage's copy group, or one __ldg
-    "tiled, copied": {"tiled": 1, "copy_b1": 1, "copy_bn": 1},
-    # second call: batch 1 loads stage s + 1's scales during stage s; batch 4 and 16 copied
-    "tiled, ldg ahead b1": {"tiled": 1, "copy_b1": 0, "copy_bn": 1, "ahead": 1},
+RECORDED = os.environ.get("W4A16_RECORDED", "scratch/02_recorded.cu")
+RING_BYTES = 6144  # sizeof(WarpRing) in the installed file (a static_assert there says so)
+
+
+class Variant(NamedTuple):
+    path: str = ""  # a whole file (relative to the root); "" for the installed one, rewritten below
+    warps: int = 0  # batch 1 as CTA_PER_SM below, with this many warps a CTA; 0: the file's own
+    ctas_per_sm: int = 1
+    strided: int = 0  # batch 1 as CTA_PER_SM: the CTA's tiles spread over the grid
+    tile_major: int = 0  # batch 1 as CTA_PER_SM: items tile by tile
+    x_once: int = 0  # batch 1 as CTA_PER_SM: x converted once a CTA
+    late_grab: int = 0  # batch 1 as CTA_PER_SM: the draw's broadcast after the arithmetic
+    whole: bool = False  # a whole file: batch 4 and 16 timed too
+
+
+VARIANTS: dict[str, Variant] = {
+    "recorded": Variant(path=RECORDED, whole=True),
+    "u32 addresses": Variant(whole=True),
+    "cta an SM, 28 warps": Variant(warps=28),
+    "cta an SM, strided tiles": Variant(warps=28, strided=1),
+    "cta an SM, strided, late draw": Variant(warps=28, strided=1, late_grab=1),
+    "cta an SM, strided, x once": Variant(warps=28, strided=1, x_once=1),
+    "cta an SM, strided, x once, late draw": Variant(warps=28, strided=1, x_once=1, late_grab=1),
 }
+
+# The tenth pass's first candidate, in place of the file's batch-1 entry: one CTA an SM (or
+# ctas_per_sm), whose warps deal the CTA's (stage, tile) items among themselves.
+B1_ENTRY = (
+    'extern "C" __global__ void __launch_bounds__(WARPS * 32, BLOCKS_PER_SM)\n'
+    "w4a16_b1(const unsigned short* x, const unsigned* wq, const unsigned short* scales, "
+    "unsigned short* y,\n"
+    "         int k, int n) {\n"
+    "    gemv_w4a16<1>(x, wq, scales, y, k, n);\n"
+    "}\n"
+)
+CTA_PER_SM = r"""// Batch 1: one CTA an SM, its warps dealing the CTA's (tile, stage) items among themselves.
+constexpr int B1_WARPS = 28;       // 896 threads: at 72 registers a thread, the whole register file
+constexpr int B1_CTAS_PER_SM = 1;  // the suite launches this many CTAs an SM
+constexpr int B1_STRIDED = 0;      // 1: CTA c owns tiles c, c + grid, c + 2 grid, ... (else a run)
+constexpr int B1_TILE_MAJOR = 0;   // 1: items tile by tile (else stage by stage)
+constexpr int B1_X_ONCE = 0;       // 1: x converted once a CTA into shared memory, with the offsets
+constexpr int B1_LATE_GRAB = 0;    // 1: the next item's number is read at the end of the iteration
+constexpr int B1_MAX_TILES = 16;   // 16-row tiles a CTA may own (each warp keeps a sum for each)
+constexpr int STAGE_VALUES = 4 * PIECES * VALUES_PER_PIECE;  // 256 values of K a row a stage
+
+// One warp's share of the CTA's dynamic shared memory at batch 1.
+struct WarpRing {
+    uint4 w[STAGES][PIECES][2][32];  // a stage's 2 KB of weights, in 02's copy order
+    uint4 x[STAGES][X_VECTORS];      // the stage's 512 bytes of x, converted in place
+    float sums[B1_MAX_TILES][16];    // this warp's share of y for each of the CTA's tiles
+};
+static_assert(sizeof(WarpRing) == 6144, "the suite launches B1_WARPS x 6144 bytes of shared memory");
+static_assert(B1_CTAS_PER_SM * (B1_WARPS * sizeof(WarpRing) + 16 + 1024) <= 228 * 1024, "CTAs an SM fit");
+
+// grid: at most N / 16 CTAs (the suite launches one an SM), B1_WARPS x 32 threads, B1_WARPS x
+// sizeof(WarpRing) bytes of dynamic shared memory. CTA c owns tiles [c T / grid, (c + 1) T / grid)
+// of the T = N / 16; its items are (stage, tile) pairs, stage-major, handed out by a counter in
+// shared memory, so a warp that is served quickly takes more of them.
+extern "C" __global__ void __launch_bounds__(B1_WARPS * 32, B1_CTAS_PER_SM)
+w4a16_b1(const unsigned short* __restrict__ x, const unsigned* __restrict__ wq,
+         const unsigned short* __restrict__ scales, unsigned short* __restrict__ y, int k, int n) {
+    // No static shared memory, so the rings start at offset 0 of the window (a 128-byte aligned
+    // destination: behind a static counter they sat 16 bytes off, and every 128-byte line a warp
+    // copied landed across two, twice the sectors a copy); the counter follows the rings.
+    extern __shared__ uint4 dynamic_smem[];
+    WarpRing* rings = reinterpret_cast<WarpRing*>(dynamic_smem);
+    int& next_item = *reinterpret_cast<int*>(rings + B1_WARPS);
+    // B1_X_ONCE: all of x as fp16 in the stage order the loop reads, then each group's offset
+    uint4* xs = reinterpret_cast<uint4*>(dynamic_smem) + (B1_WARPS * sizeof(WarpRing) + 16) / 16;
+    float* offs = reinterpret_cast<float*>(xs + k / 8);
+
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int g = lane >> 2;
+    const int t = lane & 3;
+    WarpRing& my = rings[warp];
+    const int tiles = n / 16;
+    const int first =
+        B1_STRIDED ? blockIdx.x : static_cast<int>(static_cast<long long>(blockIdx.x) * tiles / gridDim.x);
+    const int ntiles = B1_STRIDED
+        ? (tiles - static_cast<int>(blockIdx.x) + gridDim.x - 1) / gridDim.x
+        : static_cast<int>(static_cast<long long>(blockIdx.x + 1) * tiles / gridDim.x) - first;
+    const int tile_step = B1_STRIDED ? gridDim.x : 1;  // tile tl of the CTA is first + tl * tile_step
+    const int stages = k / STAGE_VALUES;
+    const int items = ntiles * stages;
+    // item / divisor in floating point: exact, as items < 2^20 and the divisor <= 64 leave a margin
+    // of at least 1 / 128 around every whole quotient
+    const int divisor = B1_TILE_MAJOR ? stages : ntiles;
+    const float inv_divisor = 1.0f / static_cast<float>(divisor);
+    const int groups = k / GROUP;
+#pragma unroll
+    for (int i = 0; i < B1_MAX_TILES / 2; ++i) (&my.sums[0][0])[32 * i + lane] = 0.0f;
+    if (threadIdx.x == 0) next_item = B1_X_ONCE ? B1_WARPS : 0;  // X_ONCE: warp w starts at item w
+
+    const uint4* w_lane = reinterpret_cast<const uint4*>(wq) + lane;
+    const uint4* x_lane = reinterpret_cast<const uint4*>(x) + lane;
+    const int x_slot = 16 * (lane >> 4) + 4 * (lane & 3) + ((lane >> 2) & 3);
+
+    auto grab = [&]() {
+        int item = 0;
+        if (lane == 0) item = atomicAdd(&next_item, 1);
+        return __shfl_sync(0xffffffffu, item, 0);
+    };
+    auto split = [&](int item, int& s, int& tl) {
+        const int q = static_cast<int>((item + 0.5f) * inv_divisor);
+        const int r = item - q * divisor;
+        s = B1_TILE_MAJOR ? r : q;
+        tl = B1_TILE_MAJOR ? q : r;
+    };
+    auto issue = [&](int item, int slot) {
+        if (item < items) {
+            int s, tl;
+            split(item, s, tl);
+            const uint4* block =
+                w_lane + (static_cast<size_t>(s) * tiles + first + tl * tile_step) * 128;
+#pragma unroll
+            for (int p = 0; p < PIECES; ++p) {
+                copy_async_16(shared_addr(&my.w[slot][p][0][lane]), block + 32 * (2 * p));
+                copy_async_16(shared_addr(&my.w[slot][p][1][lane]), block + 32 * (2 * p + 1));
+            }
+            if constexpr (!B1_X_ONCE) copy_async_16_l1(shared_addr(&my.x[slot][x_slot]), x_lane + 32 * s);
+        }
+        commit_copies();
+    };
+
+    int cur;
+    if constexpr (B1_X_ONCE) {
+        cur = warp;
+        issue(cur, 0);  // the first weights are on their way while x is converted
+        for (int v = threadIdx.x; v < k / 8; v += blockDim.x) {  // v = 32 s + lane
+            const uint4 raw = __ldg(reinterpret_cast<const uint4*>(x) + v);
+            const float x0 = __uint_as_float(raw.x << 16), x1 = __uint_as_float(raw.x & 0xFFFF0000u);
+            const float x2 = __uint_as_float(raw.y << 16), x3 = __uint_as_float(raw.y & 0xFFFF0000u);
+            const float x4 = __uint_as_float(raw.z << 16), x5 = __uint_as_float(raw.z & 0xFFFF0000u);
+            const float x6 = __uint_as_float(raw.w << 16), x7 = __uint_as_float(raw.w & 0xFFFF0000u);
+            xs[(v & ~31) + x_slot] = make_uint4(to_f16x2(x0, x1), to_f16x2(x2 * 0.0625f, x3 * 0.0625f),
+                                                to_f16x2(x4, x5), to_f16x2(x6 * 0.0625f, x7 * 0.0625f));
+            float off = fmaf(1032.0f, (x0 + x1) + (x4 + x5), 72.0f * ((x2 + x3) + (x6 + x7)));
+#pragma unroll
+            for (int m = 1; m < 16; m <<= 1) off += __shfl_xor_sync(0xffffffffu, off, m);
+            if ((lane & 15) == 0) offs[2 * (v >> 5) + (lane >> 4)] = off;
+        }
+        __syncthreads();
+    } else {
+        __syncthreads();
+        cur = grab();
+        issue(cur, 0);
+    }
+    int nxt = grab();
+    int slot = 0;
+#pragma unroll 1
+    while (cur < items) {
+        __syncwarp();  // every lane is done reading the slot refilled next
+        issue(nxt, slot ^ 1);
+        int ticket = 0;  // B1_LATE_GRAB: lane 0's draw, broadcast after the stage's arithmetic
+        if (B1_LATE_GRAB && lane == 0) ticket = atomicAdd(&next_item, 1);
+        const int early = B1_LATE_GRAB ? 0 : grab();
+        wait_copies<1>();
+        int s, tl;
+        split(cur, s, tl);
+        // the stage's two scales of rows g and g + 8 (groups 2s and 2s + 1) as one 32-bit load a row
+        const unsigned* srow =
+            reinterpret_cast<const unsigned*>(scales + static_cast<size_t>((first + tl * tile_step) * 16 + g) * groups) + s;
+        const unsigned scale_pair[2] = {__ldg(srow), __ldg(srow + 4 * groups)};
+        float offset[2];
+        if constexpr (B1_X_ONCE) {
+            offset[0] = offs[2 * s];
+            offset[1] = offs[2 * s + 1];
+        } else {
+            uint4& mine = my.x[slot][x_slot];
+            const uint4 v = mine;
+            const float x0 = __uint_as_float(v.x << 16), x1 = __uint_as_float(v.x & 0xFFFF0000u);
+            const float x2 = __uint_as_float(v.y << 16), x3 = __uint_as_float(v.y & 0xFFFF0000u);
+            const float x4 = __uint_as_float(v.z << 16), x5 = __uint_as_float(v.z & 0xFFFF0000u);
+            const float x6 = __uint_as_float(v.w << 16), x7 = __uint_as_float(v.w & 0xFFFF0000u);
+            mine = make_uint4(to_f16x2(x0, x1), to_f16x2(x2 * 0.0625f, x3 * 0.0625f), to_f16x2(x4, x5),
+                              to_f16x2(x6 * 0.0625f, x7 * 0.0625f));
+            float off = fmaf(1032.0f, (x0 + x1) + (x4 + x5), 72.0f * ((x2 + x3) + (x6 + x7)));
+#pragma unroll
+            for (int m = 1; m < 16; m <<= 1) off += __shfl_xor_sync(0xffffffffu, off, m);
+            offset[0] = __shfl_sync(0xffffffffu, off, 0);
+            offset[1] = __shfl_sync(0xffffffffu, off, 16);
+            __syncwarp();
+        }
+        float sum_a = 0.0f, sum_b = 0.0f;
+#pragma unroll 1
+        for (int p = 0; p < PIECES; ++p) {
+            const float scale_a = __uint_as_float(p == 0 ? scale_pair[0] << 16 : scale_pair[0] & 0xFFFF0000u);
+            const float scale_b = __uint_as_float(p == 0 ? scale_pair[1] << 16 : scale_pair[1] & 0xFFFF0000u);
+            const uint4 a = my.w[slot][p][0][lane];
+            const uint4 b = my.w[slot][p][1][lane];
+            const unsigned a_words[4] = {a.x, a.y, a.z, a.w};
+            const unsigned b_words[4] = {b.x, b.y, b.z, b.w};
+            float part[2][4];
+            const float start = -(p == 0 ? offset[0] : offset[1]);
+            part[0][0] = part[0][1] = part[0][2] = part[0][3] = start;
+            part[1][0] = part[1][1] = part[1][2] = part[1][3] = 0.0f;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const unsigned a_hi = a_words[i] >> 8, b_hi = b_words[i] >> 8;
+                const uint4 xv = load_shared_if(
+                    shared_addr(B1_X_ONCE ? &xs[32 * s + 16 * p + 4 * i + t] : &my.x[slot][16 * p + 4 * i + t]),
+                    g == 0);
+                mma_f16(part[i & 1], and_or(a_words[i], 0x000F000Fu, 0x64006400u),
+                        and_or(b_words[i], 0x000F000Fu, 0x64006400u),
+                        and_or(a_words[i], 0x00F000F0u, 0x64006400u),
+                        and_or(b_words[i], 0x00F000F0u, 0x64006400u), xv.x, xv.y);
+                mma_f16(part[i & 1], and_or(a_hi, 0x000F000Fu, 0x64006400u),
+                        and_or(b_hi, 0x000F000Fu, 0x64006400u), and_or(a_hi, 0x00F000F0u, 0x64006400u),
+                        and_or(b_hi, 0x00F000F0u, 0x64006400u), xv.z, xv.w);
+            }
+            sum_a = fmaf(scale_a, part[0][0] + part[1][0], sum_a);
+            sum_b = fmaf(scale_b, part[0][2] + part[1][2], sum_b);
+        }
+        if (t == 0) {  // column 0 of the product: rows g and g + 8 of tile tl
+            my.sums[tl][g] += sum_a;
+            my.sums[tl][g + 8] += sum_b;
+        }
+        const int after = B1_LATE_GRAB ? __shfl_sync(0xffffffffu, ticket, 0) : early;
+        cur = nxt;
+        nxt = after;
+        slot ^= 1;
+    }
+    wait_copies<0>();
+    __syncthreads();
+    for (int i = threadIdx.x; i < ntiles * 16; i += blockDim.x) {
+        float v = 0.0f;
+#pragma unroll 4
+        for (int w = 0; w < B1_WARPS; ++w) v += (&rings[w].sums[0][0])[i];
+        y[(first + (i >> 4) * tile_step) * 16 + (i & 15)] = to_bf16(v);
+    }
+}
+"""
 # checked, not timed: small shapes, 1 to 3 stages of 256 values a half of K at batch 1
 CHECK_ONLY = tuple({"batch": b, "k": 1024, "n": 1024} for b in (1, 4, 16)) + (
     {"batch": 1, "k": 512, "n": 1024},
     {"batch": 1, "k": 1536, "n": 2048},
+    {"batch": 1, "k": 1536, "n": 5120},  # 320 tiles: two or three a CTA at batch 1
     {"batch": 16, "k": 1536, "n": 2048},
 )
 
-# (1) x slots without bank conflicts. Lane L copies vector pi(L) of the stage's x into slot L, so
-# the copy and the in-place conversion touch 32 consecutive 16-byte slots (no conflict); within
-# each half (l = L & 15) vector 4t + i sits at slot 8 * (i >> 1) + 2t + (i & 1), so for each
-# (p, i) the reads of lanes t = 0..3 fall on 4 different 16-byte bank groups.
-XSLOT_OLD = "    const uint4* x_copy = xhalf + lane;\n    const int x_slot = 16 * (lane >> 4) + 4 * (lane & 3) + ((lane >> 2) & 3);\n"
-XSLOT_NEW = (
-    "    const uint4* x_copy =\n"
-    "        xhalf + 16 * (lane >> 4) + 4 * ((lane >> 1) & 3) + 2 * ((lane >> 3) & 1) + (lane & 1);\n"
-    "    const int x_slot = lane;\n"
-)
-XREAD_OLD = "&xring[warp][slot][16 * p + 4 * i + t], g == 0)"
-XREAD_NEW = "&xring[warp][slot][16 * p + 8 * (i >> 1) + 2 * t + (i & 1)], g == 0)"
 
-# (3) both pieces of a stage unrolled at batch 1 without the 8-byte spill: what ptxas spilled is
-# the block index (kept live through the loop for the output row); the epilogue reads it again
-BLOCK_INDEX_AT = "// grid = N / 16 (batch 1) or N / 32 blocks of 64 threads."
-BLOCK_INDEX = (
-    "// The block index read again where it is needed late: volatile, so it is not merged with the\n"
-    "// read at the start and kept in a register through the loop\n"
-    "__device__ __forceinline__ int block_index_again() {\n"
-    "    unsigned b;\n"
-    '    asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(b));\n'
-    "    return static_cast<int>(b);\n"
-    "}\n\n"
-)
-STORE_OLD = (
-    "                y[static_cast<size_t>(col) * n + row] = to_bf16(acc[nt][e] + red_part[nt][e]);\n"
-    "                y[static_cast<size_t>(col) * n + row + 8] =\n"
-)
-STORE_NEW = (
-    "                y[static_cast<size_t>(col) * n + out_row] = to_bf16(acc[nt][e] + red_part[nt][e]);\n"
-    "                y[static_cast<size_t>(col) * n + out_row + 8] =\n"
-)
-STORE_AT = "#pragma unroll\n    for (int nt = 0; nt < NT; ++nt) {\n#pragma unroll\n        for (int e = 0; e < 2; ++e) {\n            const int col"
-OUT_ROW = "    const int out_row = KSPLIT == 2 ? block_index_again() * 16 + (lane >> 2) : row;\n"
-
-# (4) x a stage ahead at batch 1: x has a ring of its own, one slot deeper than the weights', and
-# the copy group of stage s carries the weights of s and the x of s + 1 (group 0 the x of 0 too).
-# So each stage converts the next stage's x (LDS, cvt, STS, the offset shuffles) while its own
-# mmas run, instead of in front of them, and one __syncwarp a stage is left, not two.
-AHEAD = [
-    (
-        "constexpr int STAGES = 2;\n",
-        "constexpr int STAGES = 2;\n"
-        "// At batch 1 x runs a stage ahead of the weights, in a ring one slot deeper\n"
-        "constexpr int X_STAGES = STAGES + 1;\n",
-    ),
-    (
-        "BLOCKS_PER_SM * (WARPS * STAGES * (2 * PIECES * 32 + X_VECTORS) * 16 + 1024)",
-        "BLOCKS_PER_SM * (WARPS * (STAGES * 2 * PIECES * 32 + X_STAGES * X_VECTORS) * 16 + 1024)",
-    ),
-    ("uint4 xring[WARPS][FP16 ? STAGES : 1]", "uint4 xring[WARPS][FP16 ? X_STAGES : 1]"),
-    (
-        "    auto issue = [&](int c, int slot) {",
-        "    auto issue = [&](int c, int slot, int xslot) {",
-    ),
-    (
-        "            if constexpr (FP16) copy_async_16_l1(&xring[warp][slot][x_slot], x_copy + 4 * c);\n",
-        "            // x of the stage after this one (this stage's x came a group earlier)\n"
-        "            if constexpr (FP16) {\n"
-        "                if (c + STEP < kv)\n"
-        "                    copy_async_16_l1(&xring[warp][xslot][x_slot], x_copy + 4 * (c + STEP));\n"
-        "            }\n",
-    ),
-    (
-        "#pragma unroll\n    for (int s = 0; s < STAGES - 1; ++s) issue(s * STEP, s);\n",
-        "    if constexpr (FP16) copy_async_16_l1(&xring[warp][0][x_slot], x_copy);  // x of stage 0: group 0\n"
-        "#pragma unroll\n    for (int s = 0; s < STAGES - 1; ++s) issue(s * STEP, s, s + 1);\n",
-    ),
-    (
-        "    int slot = 0;\n",
-        "    // batch 1: the lane's own vector of x (values 8i..8i+7 of piece 4p + t, p = lane / 16) to\n"
-        "    // fp16 in place, values 2, 3, 6, 7 divided by 16 to meet the codes that sit 16 times too\n"
-        "    // high; `offset` gets what the biases add to the product of each group of that stage\n"
-        "    auto convert_x = [&](uint4& mine, float (&offset)[2]) {\n"
-        "        const uint4 v = mine;\n"
-        "        const float x0 = __uint_as_float(v.x << 16), x1 = __uint_as_float(v.x & 0xFFFF0000u);\n"
-        "        const float x2 = __uint_as_float(v.y << 16), x3 = __uint_as_float(v.y & 0xFFFF0000u);\n"
-        "        const float x4 = __uint_as_float(v.z << 16), x5 = __uint_as_float(v.z & 0xFFFF0000u);\n"
-        "        const float x6 = __uint_as_float(v.w << 16), x7 = __uint_as_float(v.w & 0xFFFF0000u);\n"
-        "        mine = make_uint4(to_f16x2(x0, x1), to_f16x2(x2 * 0.0625f, x3 * 0.0625f), to_f16x2(x4, x5),\n"
-        "                          to_f16x2(x6 * 0.0625f, x7 * 0.0625f));\n"
-        "        // (1024 + q) x and (1024 + 16q) x / 16 exceed (q - 8) x by 1032 x and 72 x\n"
-        "        float off = fmaf(1032.0f, (x0 + x1) + (x4 + x5), 72.0f * ((x2 + x3) + (x6 + x7)));\n"
-        "#pragma unroll\n"
-        "        for (int m = 1; m < 16; m <<= 1) off += __shfl_xor_sync(0xffffffffu, off, m);\n"
-        "        offset[0] = __shfl_sync(0xffffffffu, off, 0);   // lanes 0-15 hold group 0 of the stage\n"
-        "        offset[1] = __shfl_sync(0xffffffffu, off, 16);  // lanes 16-31 group 1\n"
-        "    };\n"
-        "    float offset[2] = {0.0f, 0.0f};  // batch 1: stage c's offsets, converted a stage earlier\n"
-        "    int slot = 0, xslot = 0;  // ring slots of stage c's weights and x\n",
-    ),
-    (
-        "        issue(c + (STAGES - 1) * STEP, slot == 0 ? STAGES - 1 : slot - 1);\n",
-        "        issue(c + (STAGES - 1) * STEP, slot == 0 ? STAGES - 1 : slot - 1,\n"
-        "              xslot == 0 ? X_STAGES - 1 : xslot - 1);\n",
-    ),
-    (
-        "slot = slot == STAGES - 1 ? 0 : slot + 1;\n",
-        "slot = slot == STAGES - 1 ? 0 : slot + 1;\n"
-        "        if constexpr (FP16) {\n"
-        "            xslot = xslot == X_STAGES - 1 ? 0 : xslot + 1;\n"
-        "            offset[0] = offset_next[0];\n"
-        "            offset[1] = offset_next[1];\n"
-        "        }\n",
-    ),
-    ("&xring[warp][slot][16 * p", "&xring[warp][xslot][16 * p"),
-]
-CONVERT_START = "        float offset[2];  // batch 1:"
-CONVERT_END = "            __syncwarp();  // the x the other lanes copied and converted is in place\n        }\n"
-CONVERT_NEW = (
-    "        float offset_next[2];  // batch 1: the next stage's offsets\n"
-    "        if constexpr (FP16) {\n"
-    "            if (c == 0) {  // stage 0's x came in the first group with stage 1's: converted here\n"
-    "                convert_x(xring[warp][xslot][x_slot], offset);\n"
-    "                __syncwarp();\n"
-    "            }\n"
-    "            if (c + STEP < kv)\n"
-    "                convert_x(xring[warp][xslot == X_STAGES - 1 ? 0 : xslot + 1][x_slot], offset_next);\n"
-    "        }\n"
-)
-
-
-def ahead(src: str) -> str:
-    for old, new in AHEAD:
-        src = _sub(src, old, new)
-    start = src.index(CONVERT_START)
-    end = src.index(CONVERT_END, start) + len(CONVERT_END)
-    return src[:start] + CONVERT_NEW + src[end:]
-
-
-# (2b) the scales of two stages in one 64-bit load a row: a stage whose first group g0 (counted
-# from the row's start) is a multiple of 4 loads groups g0..g0 + 3, the next stage takes the upper
-# pair from registers; a half that starts at g0 = 2 mod 4 loads the aligned quad around it (in
-# the row, so in bounds). K a multiple of 512 makes a row's groups a multiple of 4, so the quads
-# are 8-byte aligned.
-QUADS_CARRY_AT = "    int slot = 0;\n"
-QUADS_CARRY = (
-    "    uint2 scale_quad[2] = {};  // batch 1: groups (g0 & ~3) .. + 3 of rows g, g + 8\n"
-)
-QUADS_OLD = (
-    "            scale_pair[0] = __ldg(reinterpret_cast<const unsigned*>(sa + c / 4));\n"
-    "            scale_pair[1] = __ldg(reinterpret_cast<const unsigned*>(sb + c / 4));\n"
-)
-QUADS_NEW = (
-    "            const int g0 = half * (groups / 2) + c / 4;  // the stage's first group in the row\n"
-    "            if ((g0 & 3) == 0 || c == 0) {\n"
-    "                scale_quad[0] = __ldg(reinterpret_cast<const uint2*>(sa + c / 4 - (g0 & 3)));\n"
-    "                scale_quad[1] = __ldg(reinterpret_cast<const uint2*>(sb + c / 4 - (g0 & 3)));\n"
-    "            }\n"
-    "            scale_pair[0] = (g0 & 2) ? scale_quad[0].y : scale_quad[0].x;\n"
-    "            scale_pair[1] = (g0 & 2) ? scale_quad[1].y : scale_quad[1].x;\n"
-)
-
-
-# (5) the scales tiled with the weights (the ninth pass): a warp-stage's 16 rows x 2 groups are 64
-# contiguous bytes, for each g = 0..7 (row g, group 2s), (row g, 2s + 1), (row g + 8, 2s),
-# (row g + 8, 2s + 1); the blocks of all tiles for stage s side by side (stage stride 2N bf16).
-# SCALES_COPIED per batch: lanes 0-3 copy the 64 bytes in the stage's copy group and each lane
-# reads its uint2 from shared memory; otherwise one 64-bit __ldg a lane a stage.
-TILED = [
-    (
-        "constexpr int BLOCKS_PER_SM_BATCHED = 7;\n",
-        "constexpr int BLOCKS_PER_SM_BATCHED = 7;\n"
-        "constexpr bool SCALES_COPIED_B1 = COPY_B1;\n"
-        "constexpr bool SCALES_COPIED_BATCHED = COPY_BN;\n",
-    ),
-    (
-        "(2 * PIECES * 32 + X_VECTORS) * 16 + 1024)",
-        "(2 * PIECES * 32 + X_VECTORS + 4) * 16 + 1024)",
-    ),
-    (
-        "    __shared__ uint4 xring[WARPS][FP16 ? STAGES : 1][FP16 ? X_VECTORS : 1];\n",
-        "    __shared__ uint4 xring[WARPS][FP16 ? STAGES : 1][FP16 ? X_VECTORS : 1];\n"
-        "    constexpr bool SCALES_COPIED = BATCH == 1 ? SCALES_COPIED_B1 : SCALES_COPIED_BATCHED;\n"
-        "    // a warp-stage's 64 bytes of scales, as the suite tiles them\n"
-        "    __shared__ uint4 sring[WARPS][SCALES_COPIED ? STAGES : 1][4];\n",
-    ),
-    ("    const int groups = k / GROUP;\n", ""),
-    (
-        "    const unsigned short* sa = scales + static_cast<size_t>(row) * groups + half * (groups / KSPLIT);\n"
-        "    const unsigned short* sb = sa + static_cast<size_t>(8) * groups;\n",
-        "    // the tile's scales of this warp's first stage (32 bf16 a tile a stage, 2N a stage)\n"
-        "    const unsigned short* st =\n"
-        "        scales + static_cast<size_t>(half) * (kv / STEP) * 2 * n + static_cast<size_t>(tile) * 32;\n",
-    ),
-    (
-        "            if constexpr (FP16) copy_async_16_l1(&xring[warp][slot][x_slot], x_copy + 4 * c);\n",
-        "            if constexpr (FP16) copy_async_16_l1(&xring[warp][slot][x_slot], x_copy + 4 * c);\n"
-        "            if constexpr (SCALES_COPIED) {\n"
-        "                if (lane < 4)\n"
-        "                    copy_async_16(&sring[warp][slot][lane],\n"
-        "                                  reinterpret_cast<const uint4*>(st + static_cast<size_t>((c / STEP) * 2) * n) + lane);\n"
-        "            }\n",
-    ),
-    (
-        "        if constexpr (FP16) __syncwarp();  // every lane",
-        "        if constexpr (FP16 || SCALES_COPIED) __syncwarp();  // every lane",
-    ),
-    (
-        "        unsigned scale_pair[2] = {0u, 0u};\n"
-        "        if constexpr (FP16) {\n"
-        "            scale_pair[0] = __ldg(reinterpret_cast<const unsigned*>(sa + c / 4));\n"
-        "            scale_pair[1] = __ldg(reinterpret_cast<const unsigned*>(sb + c / 4));\n"
-        "        }\n",
-        "        uint2 scale_pair = make_uint2(0u, 0u);  // rows g, g + 8: groups c / 4, c / 4 + 1 of each\n"
-        "        if constexpr (!SCALES_COPIED)\n"
-        "            scale_pair = __ldg(reinterpret_cast<const uint2*>(st + static_cast<size_t>((c / STEP) * 2) * n) + g);\n",
-    ),
-    (
-        "            __syncwarp();  // the x the other lanes copied and converted is in place\n        }\n",
-        "            __syncwarp();  // the x the other lanes copied and converted is in place\n        }\n"
-        "        if constexpr (SCALES_COPIED) {\n"
-        "            if constexpr (!FP16) __syncwarp();  // lanes 0-3 copied them\n"
-        "            scale_pair = reinterpret_cast<const uint2*>(&sring[warp][slot][0])[g];\n"
-        "        }\n",
-    ),
-    (
-        "            const float scale_a =\n"
-        "                FP16 ? __uint_as_float(p == 0 ? scale_pair[0] << 16 : scale_pair[0] & 0xFFFF0000u)\n"
-        "                     : bf16_to_float(__ldg(sa + c / 4 + p));\n"
-        "            const float scale_b =\n"
-        "                FP16 ? __uint_as_float(p == 0 ? scale_pair[1] << 16 : scale_pair[1] & 0xFFFF0000u)\n"
-        "                     : bf16_to_float(__ldg(sb + c / 4 + p));\n",
-        "            const float scale_a = __uint_as_float(p == 0 ? scale_pair.x << 16 : scale_pair.x & 0xFFFF0000u);\n"
-        "            const float scale_b = __uint_as_float(p == 0 ? scale_pair.y << 16 : scale_pair.y & 0xFFFF0000u);\n",
-    ),
-]
-
-
-# (5b) with `ahead`, the __ldg route loads the next stage's scales a stage early (the last stage
-# loads its own again, so nothing past the array is read)
-AHEAD_LDG_OLD = (
-    "        uint2 scale_pair = make_uint2(0u, 0u);  // rows g, g + 8: groups c / 4, c / 4 + 1 of each\n"
-    "        if constexpr (!SCALES_COPIED)\n"
-    "            scale_pair = __ldg(reinterpret_cast<const uint2*>(st + static_cast<size_t>((c / STEP) * 2) * n) + g);\n"
-)
-AHEAD_LDG_NEW = (
-    "        uint2 scale_pair = scale_next;  // rows g, g + 8: groups c / 4, c / 4 + 1 of each\n"
-    "        if constexpr (!SCALES_COPIED) {\n"
-    "            const int next = c + STEP < kv ? c + STEP : c;\n"
-    "            scale_next = __ldg(reinterpret_cast<const uint2*>(st + static_cast<size_t>((next / STEP) * 2) * n) + g);\n"
-    "        }\n"
-)
-AHEAD_LDG_FIRST = (
-    "    uint2 scale_next = make_uint2(0u, 0u);  // the scales of the stage after this one\n"
-    "    if constexpr (!SCALES_COPIED) scale_next = __ldg(reinterpret_cast<const uint2*>(st) + g);\n"
-)
-
-
-def with_tiled_scales(src: str, copy_b1: int, copy_bn: int, ahead: int = 0) -> str:
-    for old, new in TILED:
-        src = _sub(src, old, new)
-    if ahead:
-        src = _sub(src, AHEAD_LDG_OLD, AHEAD_LDG_NEW)
-        src = _sub(src, "    int slot = 0;\n", AHEAD_LDG_FIRST + "    int slot = 0;\n")
-    src = _sub(src, "COPY_B1;", "true;" if copy_b1 else "false;")
-    return _sub(src, "COPY_BN;", "true;" if copy_bn else "false;")
-
-
-def tile_scales(scales: Any, xp: Any) -> Any:
-    """(N, K/128) row-major scales -> the order `with_tiled_scales` reads: stage, tile, g, half, group."""
-    n, groups = scales.shape
-    t = scales.reshape(n // 16, 2, 8, groups // 2, 2)  # tile, half, g, stage, group in stage
-    return xp.ascontiguousarray(t.transpose(3, 0, 2, 1, 4)).reshape(n, groups)
-
-
-def _sub(src: str, old: str, new: str, count: int = 1) -> str:
+def _sub(src: str, old: str, new: str) -> str:
     found = src.count(old)
-    if found != count:
-        raise ValueError(f"rewrite anchor found {found} times, want {count}: {old[:60]!r}")
+    if found != 1:
+        raise ValueError(f"rewrite anchor found {found} times, want 1: {old[:60]!r}")
     return src.replace(old, new)
 
 
-def variant(
-    xslots: int = 0,
-    unroll: int = 1,
-    reread: int = 0,
-    xahead: int = 0,
-    quads: int = 0,
-    tiled: int = 0,
-    copy_b1: int = 0,
-    copy_bn: int = 0,
-    ahead: int = 0,
-) -> str:
-    """The installed file with the batch-1 changes named switched on."""
-    src = SOURCE
-    if reread:
-        src = _sub(src, BLOCK_INDEX_AT, BLOCK_INDEX + BLOCK_INDEX_AT)
-        src = _sub(src, STORE_AT, OUT_ROW + STORE_AT)
-        src = _sub(src, STORE_OLD, STORE_NEW)
-    if xslots:
-        src = _sub(src, XSLOT_OLD, XSLOT_NEW)
-        src = _sub(src, XREAD_OLD, XREAD_NEW)
-    if quads:
-        src = _sub(src, QUADS_OLD, QUADS_NEW)
-        src = _sub(src, QUADS_CARRY_AT, QUADS_CARRY + QUADS_CARRY_AT)
-    if xahead:
-        src = ahead(src)
-    if tiled:
-        src = with_tiled_scales(src, copy_b1, copy_bn, ahead)
-    src = _sub(src, "constexpr int UNROLL_B1 = 1;", f"constexpr int UNROLL_B1 = {unroll};")
-    return src
+def source_of(v: Variant) -> str:
+    if v.path:
+        return (ROOT / v.path).read_text()
+    if not v.warps:
+        return SOURCE
+    entry = _sub(CTA_PER_SM, "constexpr int B1_WARPS = 28;", f"constexpr int B1_WARPS = {v.warps};")
+    entry = _sub(entry, "constexpr int B1_CTAS_PER_SM = 1;",
+                 f"constexpr int B1_CTAS_PER_SM = {v.ctas_per_sm};")
+    entry = _sub(entry, "constexpr int B1_STRIDED = 0;", f"constexpr int B1_STRIDED = {v.strided};")
+    entry = _sub(entry, "constexpr int B1_TILE_MAJOR = 0;",
+                 f"constexpr int B1_TILE_MAJOR = {v.tile_major};")
+    entry = _sub(entry, "constexpr int B1_X_ONCE = 0;", f"constexpr int B1_X_ONCE = {v.x_once};")
+    entry = _sub(entry, "constexpr int B1_LATE_GRAB = 0;",
+                 f"constexpr int B1_LATE_GRAB = {v.late_grab};")
+    return _sub(SOURCE, B1_ENTRY, entry)
 
 
-def threads_of(options: dict[str, int]) -> int:
-    return 64
-
-
-def blocks_of(options: dict[str, int], shape: dict[str, int]) -> int:
-    return shape["n"] // (16 if shape["batch"] == 1 else 32)
-
-
-def k_multiple(options: dict[str, int]) -> int:
-    return 512
+def launch_of(v: Variant, shape: dict[str, int], sms: int) -> tuple[int, int, int]:
+    """(blocks, threads a block, dynamic shared bytes) of `v` at `shape`."""
+    if shape["batch"] > 1:
+        return shape["n"] // 32, 64, 0
+    if not v.warps:
+        return shape["n"] // 16, 64, 0  # two warps a 16-row tile
+    return (min(sms * v.ctas_per_sm, shape["n"] // 16), 32 * v.warps,
+            v.warps * RING_BYTES + 16 + (2 * shape["k"] + shape["k"] // 32 if v.x_once else 0))
 
 
 def load_suite() -> Any:
@@ -398,12 +338,8 @@ def load_suite() -> Any:
     return module
 
 
-def source_of(options: dict[str, int]) -> str:
-    return SOURCE if not options else variant(**options)
-
-
 def sources() -> dict[str, str]:
-    return {name: source_of(opts) for name, opts in VARIANTS.items()}
+    return {name: source_of(v) for name, v in VARIANTS.items()}
 
 
 def emit(folder: str) -> None:
@@ -513,12 +449,15 @@ def main() -> None:
 
     suite = load_suite()
     timer = Timer(cp)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     rng = cp.random.default_rng(int.from_bytes(os.urandom(4), "little"))
     modules: dict[str, Any] = {}
     for name, src in sources().items():
         module = cp.RawModule(code=src, options=("--std=c++17", "-arch=sm_90"), backend="nvrtc")
-        regs = {b: module.get_function(f"w4a16_b{b}").num_regs for b in (1, 4, 16)}
-        spills = {b: module.get_function(f"w4a16_b{b}").local_size_bytes for b in (1, 4, 16)}
+        fns = {b: module.get_function(f"w4a16_b{b}") for b in (1, 4, 16)}
+        fns[1].max_dynamic_shared_size_bytes = 227 * 1024 if VARIANTS[name].warps else 0
+        regs = {b: f.num_regs for b, f in fns.items()}
+        spills = {b: f.local_size_bytes for b, f in fns.items()}
         print(f"{name}: registers {regs}, local bytes {spills}", flush=True)
         modules[name] = module
 
@@ -526,58 +465,49 @@ def main() -> None:
     cp.get_default_memory_pool().free_all_blocks()
     print(f"read ceiling {ceiling_before:.0f} GB/s", flush=True)
 
-    results: dict[str, Any] = {"ceiling_gbps": [ceiling_before], "cases": {}}
+    results: dict[str, Any] = {"ceiling_gbps": [ceiling_before], "sms": sms, "cases": {}}
     runners: dict[tuple[str, str], Callable[[], None]] = {}
     failed: set[str] = set()
+    keep: list[Any] = []
     for shape in CHECK_ONLY + SHAPES:
         timed = shape in SHAPES
         key = f"b{shape['batch']} k{shape['k']} n{shape['n']}"
         inputs = suite._inputs_w4a16(shape, rng)
-        scales_tiled = tile_scales(inputs["scales"], cp)
         ref = suite._reference(suite._weights_w4a16)(inputs, shape)["y"]  # float64, exact decode
         nbytes = suite.bytes_w4a16(shape)
         for name, module in modules.items():
-            opts = VARIANTS[name]
-            if shape["k"] % k_multiple(opts):
-                continue
+            v = VARIANTS[name]
             kernel = module.get_function(f"w4a16_b{shape['batch']}")
-            y = cp.full((shape["batch"], shape["n"]), 0xFFFF, dtype=cp.uint16)  # NaN in bf16
-            args = (
-                inputs["x"],
-                inputs["wq"],
-                scales_tiled if opts.get("tiled") else inputs["scales"],
-                y,
-                np.int32(shape["k"]),
-                np.int32(shape["n"]),
-            )
-            grid, block = (blocks_of(opts, shape),), (threads_of(opts),)
+            blocks, threads, smem = launch_of(v, shape, sms)
+            for attempt in range(2):  # twice: the counters and sums must start clean each launch
+                y = cp.full((shape["batch"], shape["n"]), 0xFFFF, dtype=cp.uint16)  # NaN in bf16
+                args = (inputs["x"], inputs["wq"], inputs["scales"], y,
+                        np.int32(shape["k"]), np.int32(shape["n"]))
 
-            def run(
-                kernel: Any = kernel, args: tuple = args, grid: tuple = grid, block: tuple = block
-            ) -> None:
-                kernel(grid, block, args)
+                def run(kernel: Any = kernel, args: tuple = args, blocks: int = blocks,
+                        threads: int = threads, smem: int = smem) -> None:
+                    kernel((blocks,), (threads,), args, shared_mem=smem)
 
-            run()
-            cp.cuda.Device().synchronize()
-            got = suite.bf16_bits_to_float64(y, cp)
-            rel = float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref))
-            ok = bool(cp.isfinite(got).all()) and rel < suite.TOLERANCE
-            print(f"check {key} {name}: rel_err {rel:.2e} {'ok' if ok else 'FAILED'}", flush=True)
+                run()
+                cp.cuda.Device().synchronize()
+                got = suite.bf16_bits_to_float64(y, cp)
+                rel = float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref))
+                ok = bool(cp.isfinite(got).all()) and rel < suite.TOLERANCE
+                if not ok or attempt:
+                    break
+            print(f"check {key} {name}: rel_err {rel:.2e} {'ok' if ok else 'FAILED'} "
+                  f"({blocks} x {threads}, {smem} B)", flush=True)
             results["cases"].setdefault(key, {})[name] = {
-                "rel_err": rel,
-                "ok": ok,
-                "us": [],
-                "bytes": nbytes,
+                "rel_err": rel, "ok": ok, "us": [], "bytes": nbytes, "launch": [blocks, threads, smem],
             }
             if not ok:
                 failed.add(name)
-            elif timed:
+            elif timed and (shape["batch"] == 1 or v.whole):
                 runners[(key, name)] = run
-        # keep every shape's inputs alive for the timing rounds
         if timed:
-            results["cases"][key]["_inputs"] = (inputs, scales_tiled)
+            keep.append(inputs)  # every timed shape's inputs stay alive for the rounds
         else:
-            del inputs, scales_tiled, ref
+            del inputs, ref
             cp.get_default_memory_pool().free_all_blocks()
 
     # a variant wrong at any shape is timed at none
@@ -603,7 +533,6 @@ def main() -> None:
     ceiling = max(results["ceiling_gbps"])
     print(f"read ceiling after {ceiling_after:.0f} GB/s; table against {ceiling:.0f}")
     for key, cases in results["cases"].items():
-        cases.pop("_inputs", None)
         for name, case in cases.items():
             if case["us"]:
                 best = min(m for m, _, _ in case["us"])
@@ -615,7 +544,7 @@ def main() -> None:
     out = Path(os.environ.get("OUT", "/tmp"))
     (out / "w4a16_variants.json").write_text(json.dumps(results, indent=1))
     headline = results["cases"][f"b1 k{SHAPES[0]['k']} n{SHAPES[0]['n']}"]
-    timed_names = [n for n, c in headline.items() if n != "base" and c.get("us")]
+    timed_names = [n for n, c in headline.items() if n != "recorded" and c.get("us")]
     if timed_names:
         best = min(timed_names, key=lambda n: min(m for m, _, _ in headline[n]["us"]))
         (out / "best.txt").write_text(best + "\n")
@@ -627,25 +556,16 @@ def profile(name: str) -> None:
 
     suite = load_suite()
     shape = SHAPES[0]
-    opts = VARIANTS[name]
-    src = source_of(opts)
-    module = cp.RawModule(code=src, options=("--std=c++17", "-arch=sm_90"), backend="nvrtc")
+    v = VARIANTS[name]
+    module = cp.RawModule(code=source_of(v), options=("--std=c++17", "-arch=sm_90"), backend="nvrtc")
     kernel = module.get_function("w4a16_b1")
+    kernel.max_dynamic_shared_size_bytes = 227 * 1024
+    blocks, threads, smem = launch_of(v, shape, cp.cuda.Device().attributes["MultiProcessorCount"])
     inputs = suite._inputs_w4a16(shape, cp.random.default_rng(3))
     y = cp.empty((1, shape["n"]), dtype=cp.uint16)
+    args = (inputs["x"], inputs["wq"], inputs["scales"], y, np.int32(shape["k"]), np.int32(shape["n"]))
     for _ in range(3):
-        kernel(
-            (blocks_of(opts, shape),),
-            (threads_of(opts),),
-            (
-                inputs["x"],
-                inputs["wq"],
-                tile_scales(inputs["scales"], cp) if opts.get("tiled") else inputs["scales"],
-                y,
-                np.int32(shape["k"]),
-                np.int32(shape["n"]),
-            ),
-        )
+        kernel((blocks,), (threads,), args, shared_mem=smem)
     cp.cuda.Device().synchronize()
 
 
