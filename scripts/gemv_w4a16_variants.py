@@ -308,14 +308,19 @@ def source_of(v: Variant) -> str:
     if not v.warps:
         return SOURCE
     entry = _sub(CTA_PER_SM, "constexpr int B1_WARPS = 28;", f"constexpr int B1_WARPS = {v.warps};")
-    entry = _sub(entry, "constexpr int B1_CTAS_PER_SM = 1;",
-                 f"constexpr int B1_CTAS_PER_SM = {v.ctas_per_sm};")
+    entry = _sub(
+        entry,
+        "constexpr int B1_CTAS_PER_SM = 1;",
+        f"constexpr int B1_CTAS_PER_SM = {v.ctas_per_sm};",
+    )
     entry = _sub(entry, "constexpr int B1_STRIDED = 0;", f"constexpr int B1_STRIDED = {v.strided};")
-    entry = _sub(entry, "constexpr int B1_TILE_MAJOR = 0;",
-                 f"constexpr int B1_TILE_MAJOR = {v.tile_major};")
+    entry = _sub(
+        entry, "constexpr int B1_TILE_MAJOR = 0;", f"constexpr int B1_TILE_MAJOR = {v.tile_major};"
+    )
     entry = _sub(entry, "constexpr int B1_X_ONCE = 0;", f"constexpr int B1_X_ONCE = {v.x_once};")
-    entry = _sub(entry, "constexpr int B1_LATE_GRAB = 0;",
-                 f"constexpr int B1_LATE_GRAB = {v.late_grab};")
+    entry = _sub(
+        entry, "constexpr int B1_LATE_GRAB = 0;", f"constexpr int B1_LATE_GRAB = {v.late_grab};"
+    )
     return _sub(SOURCE, B1_ENTRY, entry)
 
 
@@ -325,8 +330,11 @@ def launch_of(v: Variant, shape: dict[str, int], sms: int) -> tuple[int, int, in
         return shape["n"] // 32, 64, 0
     if not v.warps:
         return shape["n"] // 16, 64, 0  # two warps a 16-row tile
-    return (min(sms * v.ctas_per_sm, shape["n"] // 16), 32 * v.warps,
-            v.warps * RING_BYTES + 16 + (2 * shape["k"] + shape["k"] // 32 if v.x_once else 0))
+    return (
+        min(sms * v.ctas_per_sm, shape["n"] // 16),
+        32 * v.warps,
+        v.warps * RING_BYTES + 16 + (2 * shape["k"] + shape["k"] // 32 if v.x_once else 0),
+    )
 
 
 def load_suite() -> Any:
@@ -481,11 +489,22 @@ def main() -> None:
             blocks, threads, smem = launch_of(v, shape, sms)
             for attempt in range(2):  # twice: the counters and sums must start clean each launch
                 y = cp.full((shape["batch"], shape["n"]), 0xFFFF, dtype=cp.uint16)  # NaN in bf16
-                args = (inputs["x"], inputs["wq"], inputs["scales"], y,
-                        np.int32(shape["k"]), np.int32(shape["n"]))
+                args = (
+                    inputs["x"],
+                    inputs["wq"],
+                    inputs["scales"],
+                    y,
+                    np.int32(shape["k"]),
+                    np.int32(shape["n"]),
+                )
 
-                def run(kernel: Any = kernel, args: tuple = args, blocks: int = blocks,
-                        threads: int = threads, smem: int = smem) -> None:
+                def run(
+                    kernel: Any = kernel,
+                    args: tuple = args,
+                    blocks: int = blocks,
+                    threads: int = threads,
+                    smem: int = smem,
+                ) -> None:
                     kernel((blocks,), (threads,), args, shared_mem=smem)
 
                 run()
@@ -495,10 +514,17 @@ def main() -> None:
                 ok = bool(cp.isfinite(got).all()) and rel < suite.TOLERANCE
                 if not ok or attempt:
                     break
-            print(f"check {key} {name}: rel_err {rel:.2e} {'ok' if ok else 'FAILED'} "
-                  f"({blocks} x {threads}, {smem} B)", flush=True)
+            print(
+                f"check {key} {name}: rel_err {rel:.2e} {'ok' if ok else 'FAILED'} "
+                f"({blocks} x {threads}, {smem} B)",
+                flush=True,
+            )
             results["cases"].setdefault(key, {})[name] = {
-                "rel_err": rel, "ok": ok, "us": [], "bytes": nbytes, "launch": [blocks, threads, smem],
+                "rel_err": rel,
+                "ok": ok,
+                "us": [],
+                "bytes": nbytes,
+                "launch": [blocks, threads, smem],
             }
             if not ok:
                 failed.add(name)
@@ -557,13 +583,22 @@ def profile(name: str) -> None:
     suite = load_suite()
     shape = SHAPES[0]
     v = VARIANTS[name]
-    module = cp.RawModule(code=source_of(v), options=("--std=c++17", "-arch=sm_90"), backend="nvrtc")
+    module = cp.RawModule(
+        code=source_of(v), options=("--std=c++17", "-arch=sm_90"), backend="nvrtc"
+    )
     kernel = module.get_function("w4a16_b1")
     kernel.max_dynamic_shared_size_bytes = 227 * 1024
     blocks, threads, smem = launch_of(v, shape, cp.cuda.Device().attributes["MultiProcessorCount"])
     inputs = suite._inputs_w4a16(shape, cp.random.default_rng(3))
     y = cp.empty((1, shape["n"]), dtype=cp.uint16)
-    args = (inputs["x"], inputs["wq"], inputs["scales"], y, np.int32(shape["k"]), np.int32(shape["n"]))
+    args = (
+        inputs["x"],
+        inputs["wq"],
+        inputs["scales"],
+        y,
+        np.int32(shape["k"]),
+        np.int32(shape["n"]),
+    )
     for _ in range(3):
         kernel((blocks,), (threads,), args, shared_mem=smem)
     cp.cuda.Device().synchronize()
