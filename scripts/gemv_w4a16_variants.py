@@ -7,18 +7,20 @@ Run on the GPU machine from the repository root:
     python3 scripts/gemv_w4a16_variants.py profile NAME   # three headline launches, for ncu
 
 The tenth pass compares whole files, each with its own batch-1 launch:
-- `recorded`: the file the bench measured last (W4A16_RECORDED, default scratch/02_recorded.cu,
-  a copy taken before the edit; its batch-1 launch is N / 16 blocks of 64 threads, two warps a
-  16-row tile, each over half of K);
-- `cta an SM, 28 warps`: kernels/gemv/02_w4a16.cu as installed: one CTA an SM whose warps take
-  (stage, tile) items of the CTA's tiles from a counter in shared memory;
-- the same kernel with fewer warps a CTA or more CTAs an SM (B1_WARPS and B1_CTAS_PER_SM
-  rewritten), which balance the work over fewer warps: if the uneven finish of the one-wave
-  launch is what the dealing removes, these should lose in that order.
-Batch 4 and 16 are checked for every variant and timed for the two whole files only (their code
-is the same in all the rewrites). The variants of earlier passes (x slots, scale quads, x a stage
-ahead, tiled scales) were rewrites of the file before this pass and are in the history of this
-script.
+- `recorded`: the file the bench measured before this pass (W4A16_RECORDED, default
+  scratch/02_recorded.cu, a copy of the file at commit 6464693; its batch-1 launch is N / 16
+  blocks of 64 threads, two warps a 16-row tile, each over half of K);
+- `offsets once (installed)`: kernels/gemv/02_w4a16.cu, the same loop with its shared-memory
+  addresses taken once as 32-bit offsets;
+- `parts across blocks, ...` (PARTS_EDITS, rewrites of the installed file): the two parts of each
+  tile's K summed by warps of two different blocks, met through device memory, the split skewed
+  towards the blocks placed first on an SM by B1_SKEW stages;
+- the dealing builds in DEALING (CTA_PER_SM in place of the file's batch-1 entry: one CTA an SM,
+  whose warps take (stage, tile) items from a counter in shared memory), timed when named in
+  W4A16_DEALING (separated by ';').
+Batch 4 and 16 are timed for whole files only (the rewrites change batch 1 alone). The variants
+of earlier passes (x slots, scale quads, x a stage ahead, tiled scales) were rewrites of the file
+before this pass and are in the history of this script.
 
 Each variant is checked first at every shape against the float64 reference (y poisoned with
 NaN, the suite's own inputs and decoder, fresh random draws), then timed with CUDA events: the
@@ -65,18 +67,185 @@ class Variant(NamedTuple):
     tile_major: int = 0  # batch 1 as CTA_PER_SM: items tile by tile
     x_once: int = 0  # batch 1 as CTA_PER_SM: x converted once a CTA
     late_grab: int = 0  # batch 1 as CTA_PER_SM: the draw's broadcast after the arithmetic
+    skew: int = -1  # B1_SKEW rewritten to this (stages the first-placed blocks take over half)
     whole: bool = False  # a whole file: batch 4 and 16 timed too
 
 
 VARIANTS: dict[str, Variant] = {
     "recorded": Variant(path=RECORDED, whole=True),
-    "u32 addresses": Variant(whole=True),
+    "offsets once (installed)": Variant(whole=True),
+    "parts across blocks, even": Variant(skew=0, whole=True),
+    "parts across blocks, skew 1": Variant(skew=1),
+    "parts across blocks, skew 2": Variant(skew=2),
+    "parts across blocks, skew 3": Variant(skew=3),
+    "parts across blocks, skew 4": Variant(skew=4),
+}
+# The tenth pass's dealing builds (one CTA an SM), kept buildable for the record: add them to
+# VARIANTS by name to time them again.
+DEALING: dict[str, Variant] = {
     "cta an SM, 28 warps": Variant(warps=28),
     "cta an SM, strided tiles": Variant(warps=28, strided=1),
     "cta an SM, strided, late draw": Variant(warps=28, strided=1, late_grab=1),
     "cta an SM, strided, x once": Variant(warps=28, strided=1, x_once=1),
     "cta an SM, strided, x once, late draw": Variant(warps=28, strided=1, x_once=1, late_grab=1),
 }
+VARIANTS.update(
+    {name: DEALING[name] for name in os.environ.get("W4A16_DEALING", "").split(";") if name}
+)
+
+# The tenth pass's last candidate, as rewrites of the installed file: the two parts of a tile's K
+# summed by warps of two blocks (block b: the front of tile b and the back of tile T - 1 - b, each
+# over stages / 2 + skew(b) stages, skew falling from B1_SKEW for the first-placed blocks to
+# -B1_SKEW for the last), meeting through device memory with one ticket a tile and no wait.
+PARTS_EDITS = [
+    (
+        (
+            "}\n"
+            "\n"
+            '__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }\n'
+            "\n"
+        ),
+        (
+            "}\n"
+            "\n"
+            "// Batch 1: the two parts of a tile are summed by warps of two different blocks, which meet through\n"
+            "// these arrays: each leaves its 16 partial sums in b1_partials, then draws a ticket; the second to\n"
+            "// draw adds the first's sums to its own, writes y and puts the ticket back to zero.\n"
+            "constexpr int B1_MAX_TILES = 8192;  // N / 16 at batch 1\n"
+            "constexpr int B1_SKEW = 0;          // stages the first-placed blocks take over an even split\n"
+            "__device__ unsigned int b1_tickets[B1_MAX_TILES] = {};\n"
+            "__device__ float b1_partials[B1_MAX_TILES][2][16];\n"
+            "\n"
+            "// Adds one to a ticket counter with acquire-release semantics at GPU scope; returns the old value.\n"
+            "__device__ __forceinline__ unsigned take_ticket(unsigned* counter) {\n"
+            "    unsigned old;\n"
+            '    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(counter) : "memory");\n'
+            "    return old;\n"
+            "}\n"
+            "\n"
+            '__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }\n'
+            "\n"
+        ),
+    ),
+    (
+        (
+            "    const int lane = threadIdx.x & 31;\n"
+            "    const int warp = threadIdx.x >> 5;  // owner of a ring\n"
+            "    const int half = KSPLIT == 1 ? 0 : warp;  // which part of K this warp sums\n"
+            "    const int tile = blockIdx.x * TILES + (KSPLIT == 1 ? warp : 0);\n"
+            "    const int g = lane >> 2;\n"
+            "    const int t = lane & 3;\n"
+            "    const int row = tile * 16 + g;\n"
+            "    const int kv = k / VALUES_PER_PIECE / KSPLIT;  // 16-byte pieces of a row in this warp's part\n"
+            "    const int groups = k / GROUP;\n"
+            "    constexpr int STEP = 4 * PIECES;\n"
+            "\n"
+            "    // The suite stores W tiled (see the header): the 2 KB of tile w in stage s are uint4s\n"
+            "    // (s * N/16 + w) * 128 .. + 127, copy j of a lane (j = 2 * piece + half of the tile's rows) is\n"
+            "    // uint4 32 * j + lane of that block. This warp starts at stage half * (stages a half).\n"
+            "    const size_t stage_stride = static_cast<size_t>(n / 16) * 128;  // uint4s between a tile's stages\n"
+            "    const uint4* wtile = reinterpret_cast<const uint4*>(wq) +\n"
+            "                         static_cast<size_t>(half) * (kv / STEP) * stage_stride +\n"
+            "                         static_cast<size_t>(tile) * 128 + lane;\n"
+            "    const unsigned short* sa = scales + static_cast<size_t>(row) * groups + half * (groups / KSPLIT);\n"
+            "    const unsigned short* sb = sa + static_cast<size_t>(8) * groups;\n"
+            "    const uint4* xhalf = reinterpret_cast<const uint4*>(x) + half * (k / KSPLIT / 8);\n"
+            "    // x in 16-byte vectors of 8 bf16: the 32 values of a piece are 4 of them\n"
+            "    const uint4* xr[NT];\n"
+        ),
+        (
+            "    const int lane = threadIdx.x & 31;\n"
+            "    const int warp = threadIdx.x >> 5;  // owner of a ring\n"
+            "    const int half = KSPLIT == 1 ? 0 : warp;  // batch 1: 0 sums the front of a tile, 1 the back\n"
+            "    const int stages = k / (4 * PIECES * VALUES_PER_PIECE);  // of 256 values along K\n"
+            "    int tile = blockIdx.x * TILES + warp, first_stage = 0, my_stages = stages;\n"
+            "    if constexpr (KSPLIT == 2) {\n"
+            "        // Block b: warp 0 sums the front of tile b, warp 1 the back of tile T - 1 - b, each over\n"
+            "        // stages / 2 + skew(b) stages, skew falling from B1_SKEW for the first blocks placed to\n"
+            "        // -B1_SKEW for the last (blocks placed on an SM first are served first).\n"
+            "        const int tiles = gridDim.x, b = blockIdx.x;\n"
+            "        const float at = tiles > 1 ? 1.0f - 2.0f * b / (tiles - 1) : 0.0f;\n"
+            "        const int skew = max(-(stages / 2 - 1), min(stages / 2 - 1, __float2int_rn(B1_SKEW * at)));\n"
+            "        tile = half == 0 ? b : tiles - 1 - b;\n"
+            "        first_stage = half == 0 ? 0 : stages / 2 - skew;\n"
+            "        my_stages = stages / 2 + skew;\n"
+            "    }\n"
+            "    const int g = lane >> 2;\n"
+            "    const int t = lane & 3;\n"
+            "    const int row = tile * 16 + g;\n"
+            "    constexpr int STEP = 4 * PIECES;\n"
+            "    const int kv = my_stages * STEP;  // 16-byte pieces of a row in this warp's part\n"
+            "    const int groups = k / GROUP;\n"
+            "\n"
+            "    // The suite stores W tiled (see the header): the 2 KB of tile w in stage s are uint4s\n"
+            "    // (s * N/16 + w) * 128 .. + 127, copy j of a lane (j = 2 * piece + half of the tile's rows) is\n"
+            "    // uint4 32 * j + lane of that block. This warp starts at stage first_stage.\n"
+            "    const size_t stage_stride = static_cast<size_t>(n / 16) * 128;  // uint4s between a tile's stages\n"
+            "    const uint4* wtile = reinterpret_cast<const uint4*>(wq) +\n"
+            "                         static_cast<size_t>(first_stage) * stage_stride +\n"
+            "                         static_cast<size_t>(tile) * 128 + lane;\n"
+            "    const unsigned short* sa = scales + static_cast<size_t>(row) * groups + 2 * first_stage;\n"
+            "    const unsigned short* sb = sa + static_cast<size_t>(8) * groups;\n"
+            "    const uint4* xhalf = reinterpret_cast<const uint4*>(x) + 32 * first_stage;\n"
+            "    // x in 16-byte vectors of 8 bf16: the 32 values of a piece are 4 of them\n"
+            "    const uint4* xr[NT];\n"
+        ),
+    ),
+    (
+        (
+            "    wait_copies<0>();\n"
+            "\n"
+            "    // at batch 1 the halves meet: the ring is free now, so the second half leaves its sums in it\n"
+            "    float red_part[NT][4] = {};\n"
+            "    if constexpr (KSPLIT == 2) {\n"
+            "    __syncthreads();\n"
+            "    float* red = reinterpret_cast<float*>(&ring[0][0][0][0][0]);\n"
+            "    if (half == 1) {\n"
+            "#pragma unroll\n"
+            "        for (int nt = 0; nt < NT; ++nt)\n"
+            "#pragma unroll\n"
+            "            for (int e = 0; e < 4; ++e)\n"
+            "                if (BATCH > 1 || e % 2 == 0) red[(nt * 4 + e) * 32 + lane] = acc[nt][e];  // column 2t + e % 2\n"
+            "    }\n"
+            "    __syncthreads();\n"
+            "    if (half == 1) return;\n"
+            "#pragma unroll\n"
+            "    for (int nt = 0; nt < NT; ++nt)\n"
+            "#pragma unroll\n"
+            "        for (int e = 0; e < 4; ++e)\n"
+            "            if (BATCH > 1 || e % 2 == 0) red_part[nt][e] = red[(nt * 4 + e) * 32 + lane];\n"
+            "    }\n"
+            "\n"
+        ),
+        (
+            "    wait_copies<0>();\n"
+            "\n"
+            "    // at batch 1 the two parts of the tile meet through device memory: column 0 of the product\n"
+            "    // (lanes t = 0, rows g and g + 8) is left in b1_partials, then a ticket is drawn\n"
+            "    float red_part[NT][4] = {};\n"
+            "    if constexpr (KSPLIT == 2) {\n"
+            "        float* mine = b1_partials[tile][half];\n"
+            "        if (t == 0) {\n"
+            "            mine[g] = acc[0][0];\n"
+            "            mine[g + 8] = acc[0][2];\n"
+            "        }\n"
+            "        __syncwarp();\n"
+            "        unsigned drawn = 0;\n"
+            "        if (lane == 0) drawn = take_ticket(&b1_tickets[tile]);\n"
+            "        drawn = __shfl_sync(0xffffffffu, drawn, 0);\n"
+            "        if (drawn == 0) return;  // first to arrive: the other part finishes the tile\n"
+            "        if (lane == 0) b1_tickets[tile] = 0;  // ready for the next launch\n"
+            "        const float* other = b1_partials[tile][1 - half];\n"
+            "        if (t == 0) {\n"
+            "            red_part[0][0] = __ldcg(other + g);\n"
+            "            red_part[0][2] = __ldcg(other + g + 8);\n"
+            "        }\n"
+            "    }\n"
+            "\n"
+        ),
+    ),
+]
+
 
 # The tenth pass's first candidate, in place of the file's batch-1 entry: one CTA an SM (or
 # ctas_per_sm), whose warps deal the CTA's (stage, tile) items among themselves.
@@ -95,14 +264,14 @@ constexpr int B1_STRIDED = 0;      // 1: CTA c owns tiles c, c + grid, c + 2 gri
 constexpr int B1_TILE_MAJOR = 0;   // 1: items tile by tile (else stage by stage)
 constexpr int B1_X_ONCE = 0;       // 1: x converted once a CTA into shared memory, with the offsets
 constexpr int B1_LATE_GRAB = 0;    // 1: the next item's number is read at the end of the iteration
-constexpr int B1_MAX_TILES = 16;   // 16-row tiles a CTA may own (each warp keeps a sum for each)
+constexpr int B1_CTA_TILES = 16;   // 16-row tiles a CTA may own (each warp keeps a sum for each)
 constexpr int STAGE_VALUES = 4 * PIECES * VALUES_PER_PIECE;  // 256 values of K a row a stage
 
 // One warp's share of the CTA's dynamic shared memory at batch 1.
 struct WarpRing {
     uint4 w[STAGES][PIECES][2][32];  // a stage's 2 KB of weights, in 02's copy order
     uint4 x[STAGES][X_VECTORS];      // the stage's 512 bytes of x, converted in place
-    float sums[B1_MAX_TILES][16];    // this warp's share of y for each of the CTA's tiles
+    float sums[B1_CTA_TILES][16];    // this warp's share of y for each of the CTA's tiles
 };
 static_assert(sizeof(WarpRing) == 6144, "the suite launches B1_WARPS x 6144 bytes of shared memory");
 static_assert(B1_CTAS_PER_SM * (B1_WARPS * sizeof(WarpRing) + 16 + 1024) <= 228 * 1024, "CTAs an SM fit");
@@ -144,7 +313,7 @@ w4a16_b1(const unsigned short* __restrict__ x, const unsigned* __restrict__ wq,
     const float inv_divisor = 1.0f / static_cast<float>(divisor);
     const int groups = k / GROUP;
 #pragma unroll
-    for (int i = 0; i < B1_MAX_TILES / 2; ++i) (&my.sums[0][0])[32 * i + lane] = 0.0f;
+    for (int i = 0; i < B1_CTA_TILES / 2; ++i) (&my.sums[0][0])[32 * i + lane] = 0.0f;
     if (threadIdx.x == 0) next_item = B1_X_ONCE ? B1_WARPS : 0;  // X_ONCE: warp w starts at item w
 
     const uint4* w_lane = reinterpret_cast<const uint4*>(wq) + lane;
@@ -305,6 +474,11 @@ def _sub(src: str, old: str, new: str) -> str:
 def source_of(v: Variant) -> str:
     if v.path:
         return (ROOT / v.path).read_text()
+    if v.skew >= 0:
+        src = SOURCE
+        for old, new in PARTS_EDITS:
+            src = _sub(src, old, new)
+        return _sub(src, "constexpr int B1_SKEW = 0;", f"constexpr int B1_SKEW = {v.skew};")
     if not v.warps:
         return SOURCE
     entry = _sub(CTA_PER_SM, "constexpr int B1_WARPS = 28;", f"constexpr int B1_WARPS = {v.warps};")

@@ -138,7 +138,7 @@ def stamped_w4a16() -> str:
 def stamped_dealing(name: str) -> str:
     """A CTA-an-SM variant of 02 (gemv_w4a16_variants.py), each warp stamping its start and the
     moment it has no item left (warp = B1_WARPS * block + warp)."""
-    src = w4.source_of(w4.VARIANTS[name])
+    src = w4.source_of(w4.DEALING[name])
     counter = "    int& next_item = *reinterpret_cast<int*>(rings + B1_WARPS);\n"
     src = rewrite(
         src,
@@ -360,7 +360,7 @@ def main() -> None:  # noqa: PLR0915
     for name in os.environ.get("PROBE_DEALING", "").split(";"):
         if not name:
             continue
-        variant = w4.VARIANTS[name]
+        variant = w4.DEALING[name]
         mod = cp.RawModule(
             code=stamped_dealing(name), options=("--std=c++17", "-arch=sm_90"), backend="nvrtc"
         )
