@@ -15,6 +15,7 @@ The tenth pass compares whole files, each with its own batch-1 launch:
 - `parts across blocks, ...` (PARTS_EDITS, rewrites of the installed file): the two parts of each
   tile's K summed by warps of two different blocks, met through device memory, the split skewed
   towards the blocks placed first on an SM by B1_SKEW stages;
+- `offsets once, 3-deep ring`: the installed file with STAGES = 3 (all batches);
 - the dealing builds in DEALING (CTA_PER_SM in place of the file's batch-1 entry: one CTA an SM,
   whose warps take (stage, tile) items from a counter in shared memory), timed when named in
   W4A16_DEALING (separated by ';').
@@ -68,6 +69,7 @@ class Variant(NamedTuple):
     x_once: int = 0  # batch 1 as CTA_PER_SM: x converted once a CTA
     late_grab: int = 0  # batch 1 as CTA_PER_SM: the draw's broadcast after the arithmetic
     skew: int = -1  # B1_SKEW rewritten to this (stages the first-placed blocks take over half)
+    stages: int = 0  # STAGES (the ring depth, all batches) rewritten to this
     whole: bool = False  # a whole file: batch 4 and 16 timed too
 
 
@@ -79,6 +81,7 @@ VARIANTS: dict[str, Variant] = {
     "parts across blocks, skew 2": Variant(skew=2),
     "parts across blocks, skew 3": Variant(skew=3),
     "parts across blocks, skew 4": Variant(skew=4),
+    "offsets once, 3-deep ring": Variant(stages=3, whole=True),
 }
 # The tenth pass's dealing builds (one CTA an SM), kept buildable for the record: add them to
 # VARIANTS by name to time them again.
@@ -474,6 +477,8 @@ def _sub(src: str, old: str, new: str) -> str:
 def source_of(v: Variant) -> str:
     if v.path:
         return (ROOT / v.path).read_text()
+    if v.stages:
+        return _sub(SOURCE, "constexpr int STAGES = 2;", f"constexpr int STAGES = {v.stages};")
     if v.skew >= 0:
         src = SOURCE
         for old, new in PARTS_EDITS:
