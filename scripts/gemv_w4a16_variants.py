@@ -18,6 +18,8 @@ The tenth pass compares whole files, each with its own batch-1 launch:
 - `offsets once, 3-deep ring`: the installed file with STAGES = 3 (all batches), and the
   installed file launched with 5 KB of dynamic shared memory a batch-1 block that it never
   touches (the 3-deep ring's footprint, and so its shared-memory carveout, without its depth);
+- `offsets once, first blocks throttled ...`: the installed file with a per-stage sleep at batch 1,
+  longest for the blocks placed first, none for the last (THROTTLE);
 - the dealing builds in DEALING (CTA_PER_SM in place of the file's batch-1 entry: one CTA an SM,
   whose warps take (stage, tile) items from a counter in shared memory), timed when named in
   W4A16_DEALING (separated by ';').
@@ -73,6 +75,7 @@ class Variant(NamedTuple):
     skew: int = -1  # B1_SKEW rewritten to this (stages the first-placed blocks take over half)
     stages: int = 0  # STAGES (the ring depth, all batches) rewritten to this
     pad: int = 0  # bytes of dynamic shared memory a batch-1 block reserves and never touches
+    throttle_ns: int = 0  # batch 1: each stage, a block sleeps this x (1 - its place in the grid)
     whole: bool = False  # a whole file: batch 4 and 16 timed too
 
 
@@ -86,7 +89,21 @@ VARIANTS: dict[str, Variant] = {
     "parts across blocks, skew 4": Variant(skew=4),
     "offsets once, 3-deep ring": Variant(stages=3, whole=True),
     "offsets once, padded to the 3-deep footprint": Variant(pad=5120),
+    "offsets once, first blocks throttled 150 ns": Variant(throttle_ns=150),
+    "offsets once, first blocks throttled 300 ns": Variant(throttle_ns=300),
+    "offsets once, first blocks throttled 600 ns": Variant(throttle_ns=600),
 }
+
+# Batch 1, each stage after its copies have landed: the blocks placed first (low block index) sleep
+# longest, the last placed not at all, so that the warps the SM serves first leave more of the
+# memory system to the ones it serves last.
+THROTTLE_AT = "        wait_copies<STAGES - 1>();\n"
+THROTTLE = (
+    "        if constexpr (FP16) {\n"
+    "            const float rank = static_cast<float>(blockIdx.x) / gridDim.x;\n"
+    "            __nanosleep(static_cast<unsigned>(THROTTLE_NS * (1.0f - rank)));\n"
+    "        }\n"
+)
 # The tenth pass's dealing builds (one CTA an SM), kept buildable for the record: add them to
 # VARIANTS by name to time them again.
 DEALING: dict[str, Variant] = {
@@ -483,6 +500,13 @@ def source_of(v: Variant) -> str:
         return (ROOT / v.path).read_text()
     if v.stages:
         return _sub(SOURCE, "constexpr int STAGES = 2;", f"constexpr int STAGES = {v.stages};")
+    if v.throttle_ns:
+        src = _sub(SOURCE, THROTTLE_AT, THROTTLE_AT + THROTTLE)
+        return _sub(
+            src,
+            "constexpr int WARPS = 2;",
+            f"#define THROTTLE_NS {v.throttle_ns}\nconstexpr int WARPS = 2;",
+        )
     if v.skew >= 0:
         src = SOURCE
         for old, new in PARTS_EDITS:
