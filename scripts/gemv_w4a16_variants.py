@@ -544,6 +544,18 @@ def launch_of(v: Variant, shape: dict[str, int], sms: int) -> tuple[int, int, in
     )
 
 
+def kernel_args(inputs: dict[str, Any], y: Any, shape: dict[str, int]) -> tuple:
+    """02's arguments in order: x, the packed weights, the scales, y, K, N."""
+    return (
+        inputs["x"],
+        inputs["wq"],
+        inputs["scales"],
+        y,
+        np.int32(shape["k"]),
+        np.int32(shape["n"]),
+    )
+
+
 def load_suite() -> Any:
     sys.path.insert(0, str(ROOT / "src"))
     spec = importlib.util.spec_from_file_location("gemv_suite", ROOT / "kernels/gemv/suite.py")
@@ -697,14 +709,7 @@ def main() -> None:
             blocks, threads, smem = launch_of(v, shape, sms)
             for attempt in range(2):  # twice: the counters and sums must start clean each launch
                 y = cp.full((shape["batch"], shape["n"]), 0xFFFF, dtype=cp.uint16)  # NaN in bf16
-                args = (
-                    inputs["x"],
-                    inputs["wq"],
-                    inputs["scales"],
-                    y,
-                    np.int32(shape["k"]),
-                    np.int32(shape["n"]),
-                )
+                args = kernel_args(inputs, y, shape)
 
                 def run(
                     kernel: Any = kernel,
@@ -799,14 +804,7 @@ def profile(name: str) -> None:
     blocks, threads, smem = launch_of(v, shape, cp.cuda.Device().attributes["MultiProcessorCount"])
     inputs = suite._inputs_w4a16(shape, cp.random.default_rng(3))
     y = cp.empty((1, shape["n"]), dtype=cp.uint16)
-    args = (
-        inputs["x"],
-        inputs["wq"],
-        inputs["scales"],
-        y,
-        np.int32(shape["k"]),
-        np.int32(shape["n"]),
-    )
+    args = kernel_args(inputs, y, shape)
     for _ in range(3):
         kernel((blocks,), (threads,), args, shared_mem=smem)
     cp.cuda.Device().synchronize()

@@ -47,30 +47,33 @@ OUT = Path(os.environ.get("OUT", "/tmp"))
 SAMPLES = int(os.environ.get("SAMPLES", "40"))
 MAX_STAMPS = 1 << 16
 
-STREAM = r"""
+STAMP_HELPERS = r"""
 __device__ unsigned long long stamps[MAX_STAMPS][2];
 __device__ unsigned stamp_sm[MAX_STAMPS];
-
-__device__ __forceinline__ unsigned long long now() {
+__device__ __forceinline__ unsigned probe_sm() {
+    unsigned s, w;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+    asm volatile("mov.u32 %0, %%warpid;" : "=r"(w));
+    return s << 8 | w;  // SM id, then the warp's slot on the SM
+}
+__device__ __forceinline__ unsigned long long probe_now() {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
+""".replace("MAX_STAMPS", str(MAX_STAMPS))
 
-__device__ __forceinline__ unsigned sm_id() {
-    unsigned s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
-
+STREAM = (
+    STAMP_HELPERS
+    + r"""
 // Every 16-byte vector of src read once (XOR-folded so the loads stay); U loads in flight a thread.
 template <int U>
 __device__ __forceinline__ void stream(const uint4* __restrict__ src, long long n16, int* sink,
                                        int stamp) {
     const int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     if (stamp && (threadIdx.x & 31) == 0 && warp < MAX_STAMPS) {
-        stamps[warp][0] = now();
-        stamp_sm[warp] = sm_id();
+        stamps[warp][0] = probe_now();
+        stamp_sm[warp] = probe_sm();
     }
     const long long stride = (long long)gridDim.x * blockDim.x;
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -87,29 +90,14 @@ __device__ __forceinline__ void stream(const uint4* __restrict__ src, long long 
         acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }
     if (acc == 0x7fffffffu) *sink = (int)acc;
-    if (stamp && (threadIdx.x & 31) == 0 && warp < MAX_STAMPS) stamps[warp][1] = now();
+    if (stamp && (threadIdx.x & 31) == 0 && warp < MAX_STAMPS) stamps[warp][1] = probe_now();
 }
 
 extern "C" __global__ void stream1(const uint4* s, long long n, int* k, int st) { stream<1>(s, n, k, st); }
 extern "C" __global__ void stream4(const uint4* s, long long n, int* k, int st) { stream<4>(s, n, k, st); }
 extern "C" __global__ void stream8(const uint4* s, long long n, int* k, int st) { stream<8>(s, n, k, st); }
 """.replace("MAX_STAMPS", str(MAX_STAMPS))
-
-STAMP_HELPERS = r"""
-__device__ unsigned long long stamps[MAX_STAMPS][2];
-__device__ unsigned stamp_sm[MAX_STAMPS];
-__device__ __forceinline__ unsigned probe_sm() {
-    unsigned s, w;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    asm volatile("mov.u32 %0, %%warpid;" : "=r"(w));
-    return s << 8 | w;  // SM id, then the warp's slot on the SM
-}
-__device__ __forceinline__ unsigned long long probe_now() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-""".replace("MAX_STAMPS", str(MAX_STAMPS))
+)
 
 
 def rewrite(source: str, old: str, new: str) -> str:
@@ -189,14 +177,11 @@ def stamped_splitkv() -> str:
     return rewrite(src, anchor, STAMP_HELPERS + anchor)
 
 
-def timeline(
-    cp: Any, module: Any, count: int, launch: Any, timer: Any, packed: bool = True
-) -> dict[str, Any]:
+def timeline(cp: Any, module: Any, count: int, launch: Any, timer: Any) -> dict[str, Any]:
     """Launch once after a flush; the starts and ends of `count` stamped units, in µs.
 
-    `packed`: the SM stamp holds the SM id above the warp slot (the rewritten kernels); the plain
-    read stores the SM id alone. The quickest of five launches is kept, with every unit's raw
-    start, end, SM and slot, for the analysis in the notes.
+    Each unit's SM stamp holds the SM id above the warp slot (probe_sm). The quickest of five
+    launches is kept, with every unit's raw start, end, SM and slot, for the analysis in the notes.
     """
     stamps = cp.ndarray((MAX_STAMPS, 2), cp.uint64, module.get_global("stamps"))
     sms = cp.ndarray((MAX_STAMPS,), cp.uint32, module.get_global("stamp_sm"))
@@ -211,7 +196,7 @@ def timeline(
         event_us = cp.cuda.get_elapsed_time(timer.start, timer.end) * 1e3
         st = cp.asnumpy(stamps[:count]).astype(np.int64)
         raw_sm = cp.asnumpy(sms[:count])
-        sm = raw_sm >> 8 if packed else raw_sm
+        sm = raw_sm >> 8
         if (st == 0).any():
             raise SystemExit("a unit left no stamp")
         t0 = st[:, 0].min()
@@ -236,7 +221,7 @@ def timeline(
                     "start_us": starts.round(3).tolist(),
                     "end_us": ends.round(3).tolist(),
                     "sm": sm.tolist(),
-                    "slot": (raw_sm & 0xFF).tolist() if packed else [],
+                    "slot": (raw_sm & 0xFF).tolist(),
                 },
             }
         )
@@ -320,7 +305,7 @@ def main() -> None:  # noqa: PLR0915
         if label == "w4a16 headline":
             count = best["per_sm"] * sm_count * best["threads"] // 32
             launch = reader(best["loads"], best["per_sm"], best["threads"], 1)
-            plain[label]["timeline"] = timeline(cp, module, count, launch, timer, packed=False)
+            plain[label]["timeline"] = timeline(cp, module, count, launch, timer)
         del buf, reader
         cp.get_default_memory_pool().free_all_blocks()
     results["plain_read"] = plain
@@ -333,27 +318,24 @@ def main() -> None:  # noqa: PLR0915
         code=stamped_w4a16(), options=("--std=c++17", "-arch=sm_90"), backend="nvrtc"
     )
     fn02 = mod02.get_function("w4a16_b1")
-    args02 = (
-        inputs["x"],
-        inputs["wq"],
-        inputs["scales"],
-        y,
-        np.int32(head["k"]),
-        np.int32(head["n"]),
-    )
-    blocks02 = head["n"] // 16
+    args02 = w4.kernel_args(inputs, y, head)
+    blocks02, threads02, _ = w4.launch_of(w4.VARIANTS["offsets once (installed)"], head, sm_count)
     ref = suite._reference(suite._weights_w4a16)(inputs, head)["y"]
-    fn02((blocks02,), (64,), args02)
+    fn02((blocks02,), (threads02,), args02)
     got = suite.bf16_bits_to_float64(y, cp)
     rel = float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref))
-    us02 = timer.median_us(lambda: fn02((blocks02,), (64,), args02), SAMPLES)[0]
+    us02 = timer.median_us(lambda: fn02((blocks02,), (threads02,), args02), SAMPLES)[0]
     results["w4a16"] = {
         "registers": fn02.num_regs,
         "rel_err": rel,
         "us": us02,
         "pct_read_floor": 100 * plain["w4a16 headline"]["floor_us"] / us02,
         "timeline": timeline(
-            cp, mod02, 2 * blocks02, lambda: fn02((blocks02,), (64,), args02), timer
+            cp,
+            mod02,
+            blocks02 * threads02 // 32,
+            lambda: fn02((blocks02,), (threads02,), args02),
+            timer,
         ),
     }
     print(f"02 stamped: {fn02.num_regs} registers, rel_err {rel:.2e}, {us02:.2f} us", flush=True)
