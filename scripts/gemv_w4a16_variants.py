@@ -23,6 +23,11 @@ The tenth pass compares whole files, each with its own batch-1 launch:
 - the dealing builds in DEALING (CTA_PER_SM in place of the file's batch-1 entry: one CTA an SM,
   whose warps take (stage, tile) items from a counter in shared memory), timed when named in
   W4A16_DEALING (separated by ';').
+The eleventh pass adds batch-1 entries kept as scratch files (not in the repository; each is the
+installed file with one batch-1 change, described in kernels/gemv/NOTES.md) and switched by a
+constant the script rewrites: BULK (the weights, and x, by the bulk-copy engine), FINE (stages of
+one piece a lane, FINE_SLOTS deep) and PRE (the zero-point offsets of x out of the stage, by
+PRE_ROUTE). W4A16_ONLY (names separated by ';') times those variants alone, in that order.
 Batch 4 and 16 are timed for whole files only (the rewrites change batch 1 alone). The variants
 of earlier passes (x slots, scale quads, x a stage ahead, tiled scales) were rewrites of the file
 before this pass and are in the history of this script.
@@ -76,6 +81,10 @@ class Variant(NamedTuple):
     stages: int = 0  # STAGES (the ring depth, all batches) rewritten to this
     pad: int = 0  # bytes of dynamic shared memory a batch-1 block reserves and never touches
     throttle_ns: int = 0  # batch 1: each stage, a block sleeps this x (1 - its place in the grid)
+    x_route: int = -1  # a bulk-copy file (BULK): X_ROUTE rewritten to this
+    fine_slots: int = 0  # a fine-ring file (FINE): FINE_SLOTS rewritten to this
+    pre_route: int = -1  # an offsets-once file (PRE): PRE_ROUTE rewritten to this
+    pre_unroll: int = 1  # and PRE_UNROLL (pieces of a stage unrolled) to this
     whole: bool = False  # a whole file: batch 4 and 16 timed too
 
 
@@ -93,6 +102,44 @@ VARIANTS: dict[str, Variant] = {
     "offsets once, first blocks throttled 300 ns": Variant(throttle_ns=300),
     "offsets once, first blocks throttled 600 ns": Variant(throttle_ns=600),
 }
+
+# The eleventh pass: the batch-1 ring filled by the bulk-copy engine, lane 0 issuing each stage's
+# 2 KB of weights as one cp.async.bulk counted on the slot's mbarrier (W4A16_BULK, default
+# scratch/02_bulk.cu: the installed file with that route at batch 1; batch 4 and 16 unchanged).
+# X_ROUTE: 0, x by one cp.async a lane as before; 1, x by bulk copy too, in natural order, then
+# converted in place into the permuted order; 2, the same converted into a buffer of its own.
+BULK = os.environ.get("W4A16_BULK", "scratch/02_bulk.cu")
+VARIANTS.update(
+    {
+        "bulk weights, x by cp.async": Variant(path=BULK, x_route=0),
+        "bulk weights and x, in place": Variant(path=BULK, x_route=1),
+        "bulk weights and x, apart": Variant(path=BULK, x_route=2),
+    }
+)
+# Also the eleventh pass: at batch 1 a stage of one piece a lane (one group of 128 values a row,
+# 1 KB of the tile's weights), FINE_SLOTS slots deep, so that 2-4 KB a warp stay in flight while a
+# stage is summed where the installed 2 x 2 KB ring keeps one stage (W4A16_FINE, default
+# scratch/02_fine.cu: the installed file with that batch-1 entry).
+FINE = os.environ.get("W4A16_FINE", "scratch/02_fine.cu")
+VARIANTS.update(
+    {f"fine ring, {slots} slots": Variant(path=FINE, fine_slots=slots) for slots in (3, 4, 5)}
+)
+# And: the zero-point offsets of x out of the stage (W4A16_PRE, default scratch/02_pre.cu, the
+# installed file with a batch-1 entry of its own). PRE_ROUTE 0: fp16 codes, each group's offset
+# summed once a block at the start and subtracted after the group's mmas; 1: bf16 codes (three
+# shifts a word), x used as copied, no conversion; 2: the installed stage with only the offset
+# moved from the mmas' starting value to after them; 3: route 1's codes with route 2's offsets.
+PRE = os.environ.get("W4A16_PRE", "scratch/02_pre.cu")
+VARIANTS.update(
+    {
+        "offsets a block, fp16": Variant(path=PRE, pre_route=0),
+        "offsets a block, bf16, x as copied": Variant(path=PRE, pre_route=1),
+        "offset after the mmas": Variant(path=PRE, pre_route=2),
+        "bf16 codes, x as copied, offset after": Variant(path=PRE, pre_route=3),
+        "offset after the mmas, pieces unrolled": Variant(path=PRE, pre_route=2, pre_unroll=2),
+        "bf16 codes, offset after, pieces unrolled": Variant(path=PRE, pre_route=3, pre_unroll=2),
+    }
+)
 
 # Batch 1, each stage after its copies have landed: the blocks placed first (low block index) sleep
 # longest, the last placed not at all, so that the warps the SM serves first leave more of the
@@ -116,6 +163,9 @@ DEALING: dict[str, Variant] = {
 VARIANTS.update(
     {name: DEALING[name] for name in os.environ.get("W4A16_DEALING", "").split(";") if name}
 )
+# W4A16_ONLY (names separated by ';') times those variants alone, in that order.
+if os.environ.get("W4A16_ONLY"):
+    VARIANTS = {name: VARIANTS[name] for name in os.environ["W4A16_ONLY"].split(";") if name}
 
 # The tenth pass's last candidate, as rewrites of the installed file: the two parts of a tile's K
 # summed by warps of two blocks (block b: the front of tile b and the back of tile T - 1 - b, each
@@ -496,6 +546,22 @@ def _sub(src: str, old: str, new: str) -> str:
 
 
 def source_of(v: Variant) -> str:
+    if v.path and v.pre_route >= 0:
+        src = (ROOT / v.path).read_text()
+        src = _sub(
+            src, "constexpr int PRE_UNROLL = 1;", f"constexpr int PRE_UNROLL = {v.pre_unroll};"
+        )
+        return _sub(
+            src, "constexpr int PRE_ROUTE = 0;", f"constexpr int PRE_ROUTE = {v.pre_route};"
+        )
+    if v.path and v.fine_slots:
+        src = (ROOT / v.path).read_text()
+        return _sub(
+            src, "constexpr int FINE_SLOTS = 4;", f"constexpr int FINE_SLOTS = {v.fine_slots};"
+        )
+    if v.path and v.x_route >= 0:
+        src = (ROOT / v.path).read_text()
+        return _sub(src, "constexpr int X_ROUTE = 0;", f"constexpr int X_ROUTE = {v.x_route};")
     if v.path:
         return (ROOT / v.path).read_text()
     if v.stages:

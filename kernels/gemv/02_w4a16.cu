@@ -18,14 +18,15 @@
 //   (m16n8k16, f16 in, f32 accumulate) multiplies these biased codes by x converted once a stage
 //   to fp16, with values 2, 3, 6, 7 of every 8 divided by 16 to undo the 16; the bias adds
 //   1032 x(k) (unscaled) or 72 x(k) (scaled) a value to the product, which each lane sums over
-//   the 8 values of x it copied, 4 shuffles add over the 16 lanes of a group, and the group's
-//   first partial sum starts from minus it. Only column 0 of the mma's product is stored, so only
-//   lanes 0-3, which supply column 0 of x, read x from the ring (a read by all 32 lanes cost 24
-//   more shared-memory wavefronts a warp-stage and 9% of the time). fp16 holds bf16 x exactly for
-//   2^-14 <= |x| <= 65504 (x / 16 from |x| >= 2^-10); below that x is rounded to a multiple of
-//   2^-24 (2^-28 for x / 16), an error of at most ~3e-5 x s a value, far under the bf16 rounding
-//   of y. Activations beyond fp16's range are not supported (the suite draws x from a standard
-//   normal).
+//   the 8 values of x it copied, 4 shuffles add over the 16 lanes of a group, and it comes off
+//   the group's sum after the mmas (as their starting value it held both mma chains back until
+//   the shuffles were done: ~2% of the time at K = 4096). Only column 0 of the mma's product is
+//   stored, so only lanes 0-3, which supply column 0 of x, read x from the ring (a read by all
+//   32 lanes cost 24 more shared-memory wavefronts a warp-stage and 9% of the time). fp16 holds
+//   bf16 x exactly for 2^-14 <= |x| <= 65504 (x / 16 from |x| >= 2^-10); below that x is rounded
+//   to a multiple of 2^-24 (2^-28 for x / 16), an error of at most ~3e-5 x s a value, far under
+//   the bf16 rounding of y. Activations beyond fp16's range are not supported (the suite draws x
+//   from a standard normal).
 // - Batch 4 and 16 keep the bf16 route: a nibble in bf16 128.0 (0x4300) is 128 + q, one bf16x2
 //   fma subtracts 136 from two values, and x comes by __ldg (each column needs its own offset
 //   otherwise, and the conversion would repeat in every warp for 4 to 16 tokens).
@@ -316,14 +317,9 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
             const uint4 b = load_shared(ring_at + slot * RING_SLOT + (2 * p + 1) * COPY);
             const unsigned a_words[4] = {a.x, a.y, a.z, a.w};
             const unsigned b_words[4] = {b.x, b.y, b.z, b.w};
-            // two partial sums (even and odd words), so the 8 mmas form two chains of 4, not one of 8
-            float part[2][NT][4];
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt) {
-                const float start = FP16 ? -(p == 0 ? offset[0] : offset[1]) : 0.0f;
-                part[0][nt][0] = part[0][nt][1] = part[0][nt][2] = part[0][nt][3] = start;
-                part[1][nt][0] = part[1][nt][1] = part[1][nt][2] = part[1][nt][3] = 0.0f;
-            }
+            // two partial sums (even and odd words), so the 8 mmas form two chains of 4, not one of 8;
+            // both start from zero, so the chains need not wait for the offset's shuffles
+            float part[2][NT][4] = {};
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
                 // word i holds values 8i..8i+7 of the piece: two k16 steps, values 0-3 then 4-7
@@ -357,13 +353,21 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
                     }
                 }
             }
-            // d0, d1 belong to row g, d2, d3 to row g + 8: each row its own scale
+            // d0, d1 belong to row g, d2, d3 to row g + 8: each row its own scale; at batch 1 the
+            // group's offset comes off here, after the mmas
+            const float bias = FP16 ? (p == 0 ? offset[0] : offset[1]) : 0.0f;
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) {
-                acc[nt][0] = fmaf(scale_a, part[0][nt][0] + part[1][nt][0], acc[nt][0]);
-                acc[nt][1] = fmaf(scale_a, part[0][nt][1] + part[1][nt][1], acc[nt][1]);
-                acc[nt][2] = fmaf(scale_b, part[0][nt][2] + part[1][nt][2], acc[nt][2]);
-                acc[nt][3] = fmaf(scale_b, part[0][nt][3] + part[1][nt][3], acc[nt][3]);
+                float sum[4];
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    sum[e] = part[0][nt][e] + part[1][nt][e];
+                    if constexpr (FP16) sum[e] -= bias;
+                }
+                acc[nt][0] = fmaf(scale_a, sum[0], acc[nt][0]);
+                acc[nt][1] = fmaf(scale_a, sum[1], acc[nt][1]);
+                acc[nt][2] = fmaf(scale_b, sum[2], acc[nt][2]);
+                acc[nt][3] = fmaf(scale_b, sum[3], acc[nt][3]);
             }
         }
         slot = slot == STAGES - 1 ? 0 : slot + 1;
