@@ -660,6 +660,62 @@ TICKET_FIRST_EDITS = [
 
 LB3_EDITS = [("__launch_bounds__(THREADS, 2)", "__launch_bounds__(THREADS, 3)")]
 
+# The twelfth round. Chunks dealt inside a CTA: each warp's first two 8-token chunks are fixed
+# (warp w takes chunks w and w + 8, as now), the rest are drawn from a counter in shared memory
+# (lane 0, two iterations ahead), so a warp the SM serves faster takes more of its CTA's range
+# and the CTA's warps end together; the order of the range's chunks, and so the walk over memory,
+# stays what it is.
+DEAL_EDITS = [
+    (
+        "    __shared__ unsigned int ticket;\n",
+        "    __shared__ unsigned int ticket;\n    __shared__ int next_chunk;\n",
+    ),
+    (
+        "    load_rows(vr, vh, t, half);\n\n",
+        "    load_rows(vr, vh, t, half);\n"
+        "    int t_next = t + CTA_TOKENS;  // the second chunk is fixed too; the rest are drawn\n"
+        "    if (threadIdx.x == 0) next_chunk = 2 * WARPS;\n"
+        "    __syncthreads();\n\n",
+    ),
+    (
+        "    while (true) {\n        float s[UNROLL * G];",
+        "    while (true) {\n"
+        "        int drawn = 0;  // the chunk of the iteration after next\n"
+        "        if (lane == 0) drawn = atomicAdd(&next_chunk, 1);\n"
+        "        float s[UNROLL * G];",
+    ),
+    (
+        "        const int t_next = t + CTA_TOKENS;\n        const bool more = t_next < t_end;\n",
+        "        const bool more = t_next < t_end;\n",
+    ),
+    (
+        "        load_rows(vr, vh, t_next, half);\n        t = t_next;\n",
+        "        load_rows(vr, vh, t_next, half);\n"
+        "        t = t_next;\n"
+        "        t_next = t_begin + __shfl_sync(0xffffffffu, drawn, 0) * WARP_TOKENS;\n",
+    ),
+]
+
+# The next iteration's V rows loaded one at a time as soon as this iteration's P V has used each
+# (the recorded loop loads all four after the last), so V's loads leave up to 3/4 of a P V earlier.
+V_AS_USED_EDITS = [
+    (
+        "                for (int j = 0; j < 8; ++j) acc[h][j] = fmaf(pu, vf[j], acc[h][j]);\n"
+        "            }\n"
+        "        }\n"
+        "        if (!more) break;\n"
+        "        load_rows(vr, vh, t_next, half);\n",
+        "                for (int j = 0; j < 8; ++j) acc[h][j] = fmaf(pu, vf[j], acc[h][j]);\n"
+        "            }\n"
+        "            if (more) {\n"
+        "                const size_t row = static_cast<size_t>(t_next + u * TOKENS_PER_LOAD + half) * D;\n"
+        "                vr[u] = __ldg(reinterpret_cast<const uint4*>(vh + row));\n"
+        "            }\n"
+        "        }\n"
+        "        if (!more) break;\n",
+    ),
+]
+
 # name -> (edits, CTAs an SM the plan aims at, fixed plan {T: (splits, tokens_per_split)} or None)
 Variant = tuple[list[tuple[str, str]], int, dict[int, tuple[int, int]] | None]
 VARIANTS: dict[str, Variant] = {
@@ -690,6 +746,9 @@ VARIANTS: dict[str, Variant] = {
     "fp16 partials": (FP16_EDITS, 2, None),
     "merge by 2, helper resets": (light_mergers_edits(), 2, None),
     "ticket first": (TICKET_FIRST_EDITS, 2, None),
+    "warps deal chunks": (DEAL_EDITS, 2, None),
+    "V loaded as used": (V_AS_USED_EDITS, 2, None),
+    "deal + V as used": (DEAL_EDITS + V_AS_USED_EDITS, 2, None),
 }
 # Dynamic shared memory a variant's launch passes (and raises the function's limit to).
 DYNAMIC_SMEM: dict[str, int] = {

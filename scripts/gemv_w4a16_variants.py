@@ -85,6 +85,12 @@ class Variant(NamedTuple):
     fine_slots: int = 0  # a fine-ring file (FINE): FINE_SLOTS rewritten to this
     pre_route: int = -1  # an offsets-once file (PRE): PRE_ROUTE rewritten to this
     pre_unroll: int = 1  # and PRE_UNROLL (pieces of a stage unrolled) to this
+    slot_split: int = 0  # and PRE_SLOT_SPLIT (which SM warp slots unroll the pieces) to this
+    cta_warps: int = 0  # a static CTA file (CTA): CTA_WARPS rewritten to this
+    cta_per_sm: int = 1  # and CTA_PER_SM to this
+    cta_skew: int = (
+        -1
+    )  # and CTA_SKEW (>= 0: warps j and W - 1 - j share a tile, split skewed) to this
     whole: bool = False  # a whole file: batch 4 and 16 timed too
 
 
@@ -138,6 +144,29 @@ VARIANTS.update(
         "bf16 codes, x as copied, offset after": Variant(path=PRE, pre_route=3),
         "offset after the mmas, pieces unrolled": Variant(path=PRE, pre_route=2, pre_unroll=2),
         "bf16 codes, offset after, pieces unrolled": Variant(path=PRE, pre_route=3, pre_unroll=2),
+        "late slots (>= 14) unrolled": Variant(path=PRE, pre_route=2, slot_split=14),
+        "late slots (>= 20) unrolled": Variant(path=PRE, pre_route=2, slot_split=20),
+        "early slots (< 14) unrolled": Variant(path=PRE, pre_route=2, slot_split=-14),
+    }
+)
+# And: the installed batch-1 loop and work split (warps 2j and 2j + 1 on the two halves of a
+# tile), launched as CTAs of CTA_WARPS warps, CTA_PER_SM an SM, each over a contiguous run of
+# tiles (W4A16_CTA, default scratch/02_cta.cu), so that an SM's warps are placed together.
+CTA = os.environ.get("W4A16_CTA", "scratch/02_cta.cu")
+VARIANTS.update(
+    {
+        f"static CTAs of {w} warps, {per} an SM": Variant(path=CTA, cta_warps=w, cta_per_sm=per)
+        for w, per in ((28, 1), (14, 2), (4, 7), (2, 14))
+    }
+)
+# The same CTAs with warps j and W - 1 - j on one tile, the earlier-placed one taking CTA_SKEW more
+# stages for the outermost pair (none for the middle one): the slot skew balanced inside a CTA.
+VARIANTS.update(
+    {
+        f"paired CTAs of {w} warps, {per} an SM, skew {skew}": Variant(
+            path=CTA, cta_warps=w, cta_per_sm=per, cta_skew=skew
+        )
+        for w, per, skew in ((28, 1, 0), (28, 1, 1), (28, 1, 2), (28, 1, 3), (14, 2, 1), (14, 2, 2))
     }
 )
 
@@ -546,10 +575,24 @@ def _sub(src: str, old: str, new: str) -> str:
 
 
 def source_of(v: Variant) -> str:
+    if v.path and v.cta_warps:
+        src = (ROOT / v.path).read_text()
+        src = _sub(
+            src, "constexpr int CTA_WARPS = 28;", f"constexpr int CTA_WARPS = {v.cta_warps};"
+        )
+        src = _sub(src, "constexpr int CTA_SKEW = -1;", f"constexpr int CTA_SKEW = {v.cta_skew};")
+        return _sub(
+            src, "constexpr int CTA_PER_SM = 1;", f"constexpr int CTA_PER_SM = {v.cta_per_sm};"
+        )
     if v.path and v.pre_route >= 0:
         src = (ROOT / v.path).read_text()
         src = _sub(
             src, "constexpr int PRE_UNROLL = 1;", f"constexpr int PRE_UNROLL = {v.pre_unroll};"
+        )
+        src = _sub(
+            src,
+            "constexpr int PRE_SLOT_SPLIT = 0;",
+            f"constexpr int PRE_SLOT_SPLIT = {v.slot_split};",
         )
         return _sub(
             src, "constexpr int PRE_ROUTE = 0;", f"constexpr int PRE_ROUTE = {v.pre_route};"
@@ -601,6 +644,8 @@ def launch_of(v: Variant, shape: dict[str, int], sms: int) -> tuple[int, int, in
     """(blocks, threads a block, dynamic shared bytes) of `v` at `shape`."""
     if shape["batch"] > 1:
         return shape["n"] // 32, 64, 0
+    if v.cta_warps:  # each warp's ring: STAGES x (2 KB of weights + 512 B of x)
+        return sms * v.cta_per_sm, 32 * v.cta_warps, v.cta_warps * 2 * (2048 + 512)
     if not v.warps:
         return shape["n"] // 16, 64, v.pad  # two warps a 16-row tile
     return (
@@ -748,7 +793,7 @@ def main() -> None:
     for name, src in sources().items():
         module = cp.RawModule(code=src, options=("--std=c++17", "-arch=sm_90"), backend="nvrtc")
         fns = {b: module.get_function(f"w4a16_b{b}") for b in (1, 4, 16)}
-        if VARIANTS[name].warps:  # one CTA an SM: beyond the 48 KB a launch may take unasked
+        if VARIANTS[name].warps or VARIANTS[name].cta_warps:  # beyond the 48 KB taken unasked
             fns[1].max_dynamic_shared_size_bytes = 227 * 1024
         regs = {b: f.num_regs for b, f in fns.items()}
         spills = {b: f.local_size_bytes for b, f in fns.items()}
