@@ -757,7 +757,7 @@ DYNAMIC_SMEM: dict[str, int] = {
 }
 # The variants this round times when VARIANTS is not set (the earlier rounds' stay selectable).
 DEFAULT_VARIANTS = (
-    "base", "ticket first", "merge by 2, helper resets", "base (second build)",
+    "base", "warps deal chunks", "V loaded as used", "deal + V as used", "base (second build)",
 )
 
 
