@@ -716,6 +716,99 @@ V_AS_USED_EDITS = [
     ),
 ]
 
+# Each lane's own ring in shared memory: the lane copies its K and V chunks of the next
+# LANE_SLOTS - 1 warp iterations with cp.async (the addresses its __ldg loads read) and reads them
+# back itself, so no lane waits for another and no warp for another (the tenth round's bulk-copy
+# ring tied a CTA's eight warps to one issuing thread). 2 slots: the next iteration's K and V in
+# flight for the whole of this one (the register loop starts V's a step later); 3 slots: two
+# iterations ahead, the CTA merge's scratch then aliased into the ring (after a barrier) so that
+# two CTAs still fit an SM.
+def lane_ring_edits(slots: int) -> list[tuple[str, str]]:
+    alias = slots > 2
+    edits = [
+        (
+            "// Adds one to a ticket counter",
+            f"constexpr int LANE_SLOTS = {slots};\n"
+            "constexpr unsigned LANE_SLOT_BYTES = WARPS * 2 * UNROLL * 32 * 16;\n"
+            "__device__ __forceinline__ void lane_copy(unsigned dst, const void* src) {\n"
+            '    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\\n" ::"r"(dst), "l"(src) : "memory");\n'
+            "}\n"
+            "__device__ __forceinline__ uint4 lane_read(unsigned at) {\n"
+            "    uint4 v;\n"
+            '    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\\n"\n'
+            '                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(at) : "memory");\n'
+            "    return v;\n"
+            "}\n\n"
+            "// Adds one to a ticket counter",
+        ),
+        (
+            "    uint4 kr[UNROLL], vr[UNROLL];\n"
+            "    load_rows(kr, kh, t, half);\n"
+            "    load_rows(vr, vh, t, half);\n",
+            "    uint4 kr[UNROLL], vr[UNROLL];\n"
+            "    const unsigned ring_at = static_cast<unsigned>(__cvta_generic_to_shared(lane_ring)) +\n"
+            "                             16 * (warp * 2 * UNROLL * 32 + lane);\n"
+            "    auto issue = [&](int tt, int slot) {\n"
+            "        if (tt < t_end) {\n"
+            "#pragma unroll\n"
+            "            for (int u = 0; u < UNROLL; ++u) {\n"
+            "                const size_t row = static_cast<size_t>(tt + u * TOKENS_PER_LOAD + half) * D;\n"
+            "                lane_copy(ring_at + slot * LANE_SLOT_BYTES + 512 * u, kh + row);\n"
+            "                lane_copy(ring_at + slot * LANE_SLOT_BYTES + 512 * (UNROLL + u), vh + row);\n"
+            "            }\n"
+            "        }\n"
+            '        asm volatile("cp.async.commit_group;\\n" ::: "memory");\n'
+            "    };\n"
+            "#pragma unroll\n"
+            "    for (int s = 0; s < LANE_SLOTS - 1; ++s) issue(t + s * CTA_TOKENS, s);\n"
+            "    int ring_slot = 0;\n",
+        ),
+        (
+            "    while (true) {\n        float s[UNROLL * G];",
+            "    while (true) {\n"
+            "        issue(t + (LANE_SLOTS - 1) * CTA_TOKENS, ring_slot == 0 ? LANE_SLOTS - 1 : ring_slot - 1);\n"
+            '        asm volatile("cp.async.wait_group %0;\\n" ::"n"(LANE_SLOTS - 1) : "memory");\n'
+            "#pragma unroll\n"
+            "        for (int u = 0; u < UNROLL; ++u) kr[u] = lane_read(ring_at + ring_slot * LANE_SLOT_BYTES + 512 * u);\n"
+            "        float s[UNROLL * G];",
+        ),
+        ("        if (more) load_rows(kr, kh, t_next, half);\n", ""),
+        (
+            "        // P V: every lane needs all 16 probabilities of its half.\n",
+            "#pragma unroll\n"
+            "        for (int u = 0; u < UNROLL; ++u)\n"
+            "            vr[u] = lane_read(ring_at + ring_slot * LANE_SLOT_BYTES + 512 * (UNROLL + u));\n"
+            "        // P V: every lane needs all 16 probabilities of its half.\n",
+        ),
+        (
+            "        load_rows(vr, vh, t_next, half);\n        t = t_next;\n",
+            "        ring_slot = ring_slot == LANE_SLOTS - 1 ? 0 : ring_slot + 1;\n        t = t_next;\n",
+        ),
+    ]
+    if alias:
+        edits += [
+            (
+                "    __shared__ __align__(16) float red_acc[STATES][G][D];\n",
+                "    extern __shared__ __align__(128) uint4 lane_ring[];\n"
+                "    float (*red_acc)[G][D] = reinterpret_cast<float (*)[G][D]>(lane_ring);\n",
+            ),
+            (
+                "    // Merge the CTA's 16 half-warp states; keep the result unnormalised for the split merge.\n",
+                "    __syncthreads();  // every warp is done with its ring before red_acc reuses it\n"
+                "    // Merge the CTA's 16 half-warp states; keep the result unnormalised for the split merge.\n",
+            ),
+        ]
+    else:
+        edits += [
+            (
+                "    __shared__ __align__(16) float red_acc[STATES][G][D];\n",
+                "    __shared__ __align__(16) float red_acc[STATES][G][D];\n"
+                "    extern __shared__ __align__(128) uint4 lane_ring[];\n",
+            ),
+        ]
+    return edits
+
+
 # name -> (edits, CTAs an SM the plan aims at, fixed plan {T: (splits, tokens_per_split)} or None)
 Variant = tuple[list[tuple[str, str]], int, dict[int, tuple[int, int]] | None]
 VARIANTS: dict[str, Variant] = {
@@ -749,11 +842,15 @@ VARIANTS: dict[str, Variant] = {
     "warps deal chunks": (DEAL_EDITS, 2, None),
     "V loaded as used": (V_AS_USED_EDITS, 2, None),
     "deal + V as used": (DEAL_EDITS + V_AS_USED_EDITS, 2, None),
+    "lane ring 2 slots": (lane_ring_edits(2), 2, None),
+    "lane ring 3 slots": (lane_ring_edits(3), 2, None),
 }
 # Dynamic shared memory a variant's launch passes (and raises the function's limit to).
 DYNAMIC_SMEM: dict[str, int] = {
     "ring 12x8KB dynamic": 12 * 8192,
     "ring 12x8KB dyn interleaved": 12 * 8192,
+    "lane ring 2 slots": 2 * 8 * 2 * 4 * 32 * 16,
+    "lane ring 3 slots": 3 * 8 * 2 * 4 * 32 * 16,
 }
 # The variants this round times when VARIANTS is not set (the earlier rounds' stay selectable).
 DEFAULT_VARIANTS = (
