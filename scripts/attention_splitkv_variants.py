@@ -8,9 +8,10 @@ Run on the GPU machine from the repository root:
 Each variant is the recorded source with one or more text blocks rewritten (every anchor must
 occur exactly once), launched with the split plan of suite.py's `plan_splits` unless the variant
 names its own. Each (variant, context) pair is first checked against a float64 reference on fresh
-random inputs with a NaN-poisoned output, then timed with CUDA events after warm-up, the L2
-flushed (written, then read) before every launch, median of REPS launches, in two alternating
-rounds. The copy ceiling is measured the way the suite measures it (the better of a device memcpy
+random inputs with a NaN-poisoned output, then timed by the bench's own timer
+(curriculum.bench.timing: the L2 flushed before every launch, CUDA events), median of REPS
+launches, in two alternating rounds. The copy ceiling comes from curriculum.bench.ceilings, so it
+is measured exactly as a bench run measures it (the better of a device memcpy
 and a float4 copy kernel over 2 GiB, bytes = read + write) in the same process, and each time is
 given as a percentage of the floor (K + V + q + out bytes at that ceiling). Writes
 $OUT/splitkv_ab.json and prints a table last.
@@ -26,6 +27,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))  # the bench package: its timer and ceilings
 SOURCE_PATH = Path("kernels/attention/04_split_kv.cu")
 HQ, HKV, D, B = 32, 8, 128, 1
 CONTEXTS = (1024, 4096, 32768)
@@ -911,6 +914,9 @@ def main() -> None:  # noqa: C901, PLR0915
     import cupy as cp
     import numpy as np
 
+    from curriculum.bench.ceilings import measure_ceiling
+    from curriculum.bench.timing import CudaEventTimer, TimingPolicy, time_call
+
     profile = "--profile" in sys.argv
     dev = cp.cuda.Device()
     sms = dev.attributes["MultiProcessorCount"]
@@ -934,53 +940,19 @@ def main() -> None:  # noqa: C901, PLR0915
         w /= w.sum(axis=-1, keepdims=True)
         return (w @ to64(v)).reshape(B, HQ, D)
 
-    flush_buf = cp.empty(3 * l2 // 4, dtype=cp.int32)
-    sink = cp.zeros(1, dtype=cp.int32)
-    flush_read = cp.RawKernel(
-        r"""extern "C" __global__ void flush_read(const int4* b, long long n, int* sink) {
-            long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-            int acc = 0;
-            for (; i < n; i += (long long)gridDim.x * blockDim.x) { int4 v = b[i]; acc ^= v.x ^ v.y ^ v.z ^ v.w; }
-            if (acc == 0x7fffffff) *sink = acc;
-        }""",
-        "flush_read",
-    )
-    flush_state = [0]
-
-    def flush() -> None:
-        flush_state[0] = (flush_state[0] + 1) & 0x7FFFFFFF
-        flush_buf.fill(flush_state[0])
-        flush_read((sms * 8,), (256,), (flush_buf, np.int64(flush_buf.size // 4), sink))
-
-    start, end = cp.cuda.Event(), cp.cuda.Event()
+    # The bench's own timer (its L2 flush and events), for a fixed number of launches so that
+    # every variant gets the same samples, and its copy ceiling, measured as a run measures it.
+    timer = CudaEventTimer(l2, sms)
+    flush = timer.flush_l2
 
     def timed(fn: Callable[[], None], reps: int = REPS) -> float:
-        for _ in range(3):
-            flush()
-            fn()
-        samples = []
-        for _ in range(reps):
-            flush()
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            samples.append(cp.cuda.get_elapsed_time(start, end) * 1e3)
-        return statistics.median(samples)
+        fixed = TimingPolicy(warmup_ms=0.0, warmup_launches=3, min_samples=reps, max_samples=reps)
+        return time_call(fn, timer, fixed).median_ms * 1e3
 
     def copy_ceiling() -> float:
-        n = (2 << 30) // 4
-        src = cp.random.default_rng().random(n, dtype=cp.float32)
-        dst = cp.empty_like(src)
-        kern = cp.RawKernel(
-            r"""extern "C" __global__ void __launch_bounds__(256)
-            ceiling_copy(const float4* __restrict__ s, float4* __restrict__ d) {
-                long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; d[i] = s[i]; }""",
-            "ceiling_copy",
-        )
-        best = min(timed(lambda: cp.copyto(dst, src), 20),
-                   timed(lambda: kern((n // 4 // 256,), (256,), (src, dst)), 20))
-        return 2.0 * (2 << 30) / (best * 1e-6) / 1e9  # GB/s
+        gbps = measure_ceiling("copy", timer, TimingPolicy()).gbps
+        assert gbps is not None
+        return gbps  # GB/s
 
     only = os.environ.get("VARIANTS")
     names = [n for n in VARIANTS if n in only.split(",")] if only else list(DEFAULT_VARIANTS)

@@ -33,11 +33,12 @@ of earlier passes (x slots, scale quads, x a stage ahead, tiled scales) were rew
 before this pass and are in the history of this script.
 
 Each variant is checked first at every shape against the float64 reference (y poisoned with
-NaN, the suite's own inputs and decoder, fresh random draws), then timed with CUDA events: the
-L2 flushed before every launch by a write and a read of 3x its size (clean lines, as the bench
-does), median of SAMPLES launches after warm-up, in ROUNDS rounds of alternating order. The floor is
-the same-run read ceiling measured as the suite measures it (the better of cupy.sum and a
-one-pass float4 sum over 2 GiB). Writes $OUT/w4a16_variants.json (or /tmp/...).
+NaN, the suite's own inputs and decoder, fresh random draws), then timed by the bench's own
+timer (curriculum.bench.timing: the L2 flushed before every launch, CUDA events), median of
+SAMPLES launches after warm-up, in ROUNDS rounds of alternating order. The floor is the same-run
+read ceiling from curriculum.bench.ceilings, measured as a bench run measures it. The bench
+package needs its dependencies (pydantic) on the path, as scripts/device_sweep.sh installs them.
+Writes $OUT/w4a16_variants.json (or /tmp/...).
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ import importlib.util
 import json
 import os
 import re
-import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -55,6 +55,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))  # the bench package: its timer, ceilings and suites
 SOURCE = (ROOT / "kernels/gemv/02_w4a16.cu").read_text()
 SAMPLES = int(os.environ.get("SAMPLES", "60"))
 ROUNDS = int(os.environ.get("ROUNDS", "2"))  # alternate order: even rounds forward, odd reversed
@@ -668,7 +669,6 @@ def kernel_args(inputs: dict[str, Any], y: Any, shape: dict[str, int]) -> tuple:
 
 
 def load_suite() -> Any:
-    sys.path.insert(0, str(ROOT / "src"))
     spec = importlib.util.spec_from_file_location("gemv_suite", ROOT / "kernels/gemv/suite.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -687,99 +687,44 @@ def emit(folder: str) -> None:
         (out / (re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") + ".cu")).write_text(src)
 
 
-READ_KERNEL = r"""
-extern "C" __global__ void __launch_bounds__(256)
-read_sum(const float4* __restrict__ src, float* __restrict__ out) {
-    __shared__ float sums[8];
-    const long long base = (long long)blockIdx.x * 1024 + threadIdx.x;
-    float4 v[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) v[j] = src[base + j * 256];
-    float s = 0.0f;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) s += (v[j].x + v[j].y) + (v[j].z + v[j].w);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-    if ((threadIdx.x & 31) == 0) sums[threadIdx.x >> 5] = s;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        s = threadIdx.x < 8 ? sums[threadIdx.x] : 0.0f;
-#pragma unroll
-        for (int o = 4; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-        if (threadIdx.x == 0) atomicAdd(out, s);
-    }
-}
-
-extern "C" __global__ void flush_read(const int4* __restrict__ buf, long long n4, int* sink) {
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    const long long step = (long long)gridDim.x * blockDim.x;
-    int acc = 0;
-    for (; i < n4; i += step) {
-        const int4 v = buf[i];
-        acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (acc == 0x7fffffff) *sink = acc;
-}
-"""
-
-
 class Timer:
-    """Events around one launch; before it, the L2 is written over and read back (clean)."""
+    """The bench's own timer (curriculum.bench.timing: its L2 flush, its events, its statistics),
+    run for a fixed number of launches so that variants timed in alternating rounds get equal
+    samples; `start` and `end` are spare events for a single stamped launch (stream_probe)."""
 
     def __init__(self, cp: Any) -> None:
-        self.cp = cp
+        from curriculum.bench.timing import CudaEventTimer
+
         dev = cp.cuda.Device()
-        l2 = dev.attributes["L2CacheSize"]
-        sms = dev.attributes["MultiProcessorCount"]
-        size = max(3 * l2, 64 << 20) // 16 * 16
-        self.buf = cp.empty(size // 4, dtype=cp.int32)
-        self.n4 = np.int64(size // 16)
-        self.sink = cp.zeros(1, dtype=cp.int32)
-        self.module = cp.RawModule(code=READ_KERNEL, options=("--std=c++17",), backend="nvrtc")
-        self.flush_kernel = self.module.get_function("flush_read")
-        self.grid = (sms * 8,)
-        self.value = 0
+        self.bench = CudaEventTimer(
+            dev.attributes["L2CacheSize"], dev.attributes["MultiProcessorCount"]
+        )
         self.start, self.end = cp.cuda.Event(), cp.cuda.Event()
 
     def flush(self) -> None:
-        self.value = (self.value + 1) & 0x7FFFFFFF
-        self.buf.fill(self.value)
-        self.flush_kernel(self.grid, (256,), (self.buf, self.n4, self.sink))
+        self.bench.flush_l2()
 
     def median_us(
         self, fn: Callable[[], None], samples: int = SAMPLES
     ) -> tuple[float, float, float]:
-        for _ in range(5):
-            self.flush()
-            fn()
-        times = []
-        for _ in range(samples):
-            self.flush()
-            self.start.record()
-            fn()
-            self.end.record()
-            self.end.synchronize()
-            times.append(self.cp.cuda.get_elapsed_time(self.start, self.end) * 1e3)
-        times.sort()
-        return statistics.median(times), times[len(times) // 5], times[(4 * len(times)) // 5]
+        """Median, 20th and 80th percentile in µs of `samples` launches after 5 warm-up ones."""
+        from curriculum.bench.timing import TimingPolicy, time_call
+
+        fixed = TimingPolicy(
+            warmup_ms=0.0, warmup_launches=5, min_samples=samples, max_samples=samples
+        )
+        stat = time_call(fn, self.bench, fixed)
+        return stat.median_ms * 1e3, stat.p20_ms * 1e3, stat.p80_ms * 1e3
 
 
 def read_ceiling(cp: Any, timer: Timer) -> float:
-    """GB/s: the better of cupy.sum and the float4 one-pass sum over 2 GiB (the suite's way)."""
-    n = (2 << 30) // 4
-    src = cp.random.default_rng().random(n, dtype=cp.float32)
-    out = cp.zeros(1, dtype=cp.float32)
-    kernel = timer.module.get_function("read_sum")
+    """GB/s: the read ceiling exactly as a bench run measures it, on this timer."""
+    from curriculum.bench.ceilings import measure_ceiling
+    from curriculum.bench.timing import TimingPolicy
 
-    def one_pass() -> None:
-        out.fill(0)
-        kernel((n // 4 // 1024,), (256,), (src, out))
-
-    best = min(timer.median_us(lambda: cp.sum(src), 30)[0], timer.median_us(one_pass, 30)[0])
-    want = float(cp.sum(src, dtype=cp.float64))
-    if abs(float(out[0]) - want) > 1e-3 * want:
-        raise SystemExit("read ceiling kernel summed wrong")
-    return (2 << 30) / (best * 1e-6) / 1e9
+    gbps = measure_ceiling("read", timer.bench, TimingPolicy()).gbps
+    assert gbps is not None
+    return gbps
 
 
 def main() -> None:

@@ -70,25 +70,36 @@ def measure_ceilings(timer: CudaEventTimer, policy: TimingPolicy) -> dict[str, C
     import cupy
 
     ceilings: dict[str, Ceiling] = {}
-    module = cupy.RawModule(code=_CEILING_KERNELS, options=("--std=c++17",), backend="nvrtc")
+    module = _ceiling_module(cupy)
     # The GEMMs first: they heat the card most, and the bandwidth ceilings that
     # most cases are compared with are then measured nearest to those cases.
-    for name, measure in (
-        ("gemm_bf16", _gemm_bf16),
-        ("sgemm_fp32", _sgemm),
-        ("read", _read),
-        ("copy", _copy),
-    ):
+    for name in ("gemm_bf16", "sgemm_fp32", "read", "copy"):
         try:
-            ceiling = measure(cupy, module, timer, policy)
+            ceiling = measure_ceiling(name, timer, policy, module)
         except Exception as exc:  # a missing ceiling leaves its rooflines unset
             log.warning("ceiling %s not measured: %s: %s", name, type(exc).__name__, exc)
             continue
-        finally:
-            cupy.get_default_memory_pool().free_all_blocks()
         if ceiling is not None:
             ceilings[name] = ceiling
     return ceilings
+
+
+def measure_ceiling(
+    name: str, timer: CudaEventTimer, policy: TimingPolicy, module: Any = None
+) -> Ceiling:
+    """One ceiling by name ("gemm_bf16", "sgemm_fp32", "read" or "copy"), measured as a run
+    measures it; scratch comparisons call this to judge variants against the same ceiling."""
+    import cupy
+
+    measure = {"gemm_bf16": _gemm_bf16, "sgemm_fp32": _sgemm, "read": _read, "copy": _copy}[name]
+    try:
+        return measure(cupy, module if module is not None else _ceiling_module(cupy), timer, policy)
+    finally:
+        cupy.get_default_memory_pool().free_all_blocks()
+
+
+def _ceiling_module(cupy: Any) -> Any:
+    return cupy.RawModule(code=_CEILING_KERNELS, options=("--std=c++17",), backend="nvrtc")
 
 
 def _best(candidates: list[tuple[str, Stat]]) -> tuple[str, Stat]:
