@@ -82,16 +82,9 @@ class Variant(NamedTuple):
     stages: int = 0  # STAGES (the ring depth, all batches) rewritten to this
     pad: int = 0  # bytes of dynamic shared memory a batch-1 block reserves and never touches
     throttle_ns: int = 0  # batch 1: each stage, a block sleeps this x (1 - its place in the grid)
-    x_route: int = -1  # a bulk-copy file (BULK): X_ROUTE rewritten to this
-    fine_slots: int = 0  # a fine-ring file (FINE): FINE_SLOTS rewritten to this
-    pre_route: int = -1  # an offsets-once file (PRE): PRE_ROUTE rewritten to this
-    pre_unroll: int = 1  # and PRE_UNROLL (pieces of a stage unrolled) to this
-    slot_split: int = 0  # and PRE_SLOT_SPLIT (which SM warp slots unroll the pieces) to this
-    cta_warps: int = 0  # a static CTA file (CTA): CTA_WARPS rewritten to this
-    cta_per_sm: int = 1  # and CTA_PER_SM to this
-    cta_skew: int = (
-        -1
-    )  # and CTA_SKEW (>= 0: warps j and W - 1 - j share a tile, split skewed) to this
+    # `path`'s `constexpr int NAME = ...;` lines rewritten to these values (the eleventh pass's
+    # files switch their candidates this way); CTA_WARPS and CTA_PER_SM also set the launch
+    consts: tuple[tuple[str, int], ...] = ()
     whole: bool = False  # a whole file: batch 4 and 16 timed too
 
 
@@ -118,9 +111,9 @@ VARIANTS: dict[str, Variant] = {
 BULK = os.environ.get("W4A16_BULK", "scratch/02_bulk.cu")
 VARIANTS.update(
     {
-        "bulk weights, x by cp.async": Variant(path=BULK, x_route=0),
-        "bulk weights and x, in place": Variant(path=BULK, x_route=1),
-        "bulk weights and x, apart": Variant(path=BULK, x_route=2),
+        "bulk weights, x by cp.async": Variant(path=BULK, consts=(("X_ROUTE", 0),)),
+        "bulk weights and x, in place": Variant(path=BULK, consts=(("X_ROUTE", 1),)),
+        "bulk weights and x, apart": Variant(path=BULK, consts=(("X_ROUTE", 2),)),
     }
 )
 # Also the eleventh pass: at batch 1 a stage of one piece a lane (one group of 128 values a row,
@@ -129,7 +122,10 @@ VARIANTS.update(
 # scratch/02_fine.cu: the installed file with that batch-1 entry).
 FINE = os.environ.get("W4A16_FINE", "scratch/02_fine.cu")
 VARIANTS.update(
-    {f"fine ring, {slots} slots": Variant(path=FINE, fine_slots=slots) for slots in (3, 4, 5)}
+    {
+        f"fine ring, {slots} slots": Variant(path=FINE, consts=(("FINE_SLOTS", slots),))
+        for slots in (3, 4, 5)
+    }
 )
 # And: the zero-point offsets of x out of the stage (W4A16_PRE, default scratch/02_pre.cu, the
 # installed file with a batch-1 entry of its own). PRE_ROUTE 0: fp16 codes, each group's offset
@@ -139,15 +135,25 @@ VARIANTS.update(
 PRE = os.environ.get("W4A16_PRE", "scratch/02_pre.cu")
 VARIANTS.update(
     {
-        "offsets a block, fp16": Variant(path=PRE, pre_route=0),
-        "offsets a block, bf16, x as copied": Variant(path=PRE, pre_route=1),
-        "offset after the mmas": Variant(path=PRE, pre_route=2),
-        "bf16 codes, x as copied, offset after": Variant(path=PRE, pre_route=3),
-        "offset after the mmas, pieces unrolled": Variant(path=PRE, pre_route=2, pre_unroll=2),
-        "bf16 codes, offset after, pieces unrolled": Variant(path=PRE, pre_route=3, pre_unroll=2),
-        "late slots (>= 14) unrolled": Variant(path=PRE, pre_route=2, slot_split=14),
-        "late slots (>= 20) unrolled": Variant(path=PRE, pre_route=2, slot_split=20),
-        "early slots (< 14) unrolled": Variant(path=PRE, pre_route=2, slot_split=-14),
+        "offsets a block, fp16": Variant(path=PRE, consts=(("PRE_ROUTE", 0),)),
+        "offsets a block, bf16, x as copied": Variant(path=PRE, consts=(("PRE_ROUTE", 1),)),
+        "offset after the mmas": Variant(path=PRE, consts=(("PRE_ROUTE", 2),)),
+        "bf16 codes, x as copied, offset after": Variant(path=PRE, consts=(("PRE_ROUTE", 3),)),
+        "offset after the mmas, pieces unrolled": Variant(
+            path=PRE, consts=(("PRE_ROUTE", 2), ("PRE_UNROLL", 2))
+        ),
+        "bf16 codes, offset after, pieces unrolled": Variant(
+            path=PRE, consts=(("PRE_ROUTE", 3), ("PRE_UNROLL", 2))
+        ),
+        "late slots (>= 14) unrolled": Variant(
+            path=PRE, consts=(("PRE_ROUTE", 2), ("PRE_SLOT_SPLIT", 14))
+        ),
+        "late slots (>= 20) unrolled": Variant(
+            path=PRE, consts=(("PRE_ROUTE", 2), ("PRE_SLOT_SPLIT", 20))
+        ),
+        "early slots (< 14) unrolled": Variant(
+            path=PRE, consts=(("PRE_ROUTE", 2), ("PRE_SLOT_SPLIT", -14))
+        ),
     }
 )
 # And: the installed batch-1 loop and work split (warps 2j and 2j + 1 on the two halves of a
@@ -156,7 +162,9 @@ VARIANTS.update(
 CTA = os.environ.get("W4A16_CTA", "scratch/02_cta.cu")
 VARIANTS.update(
     {
-        f"static CTAs of {w} warps, {per} an SM": Variant(path=CTA, cta_warps=w, cta_per_sm=per)
+        f"static CTAs of {w} warps, {per} an SM": Variant(
+            path=CTA, consts=(("CTA_WARPS", w), ("CTA_PER_SM", per))
+        )
         for w, per in ((28, 1), (14, 2), (4, 7), (2, 14))
     }
 )
@@ -165,7 +173,7 @@ VARIANTS.update(
 VARIANTS.update(
     {
         f"paired CTAs of {w} warps, {per} an SM, skew {skew}": Variant(
-            path=CTA, cta_warps=w, cta_per_sm=per, cta_skew=skew
+            path=CTA, consts=(("CTA_WARPS", w), ("CTA_PER_SM", per), ("CTA_SKEW", skew))
         )
         for w, per, skew in ((28, 1, 0), (28, 1, 1), (28, 1, 2), (28, 1, 3), (14, 2, 1), (14, 2, 2))
     }
@@ -576,36 +584,15 @@ def _sub(src: str, old: str, new: str) -> str:
 
 
 def source_of(v: Variant) -> str:
-    if v.path and v.cta_warps:
+    if v.path and v.consts:
         src = (ROOT / v.path).read_text()
-        src = _sub(
-            src, "constexpr int CTA_WARPS = 28;", f"constexpr int CTA_WARPS = {v.cta_warps};"
-        )
-        src = _sub(src, "constexpr int CTA_SKEW = -1;", f"constexpr int CTA_SKEW = {v.cta_skew};")
-        return _sub(
-            src, "constexpr int CTA_PER_SM = 1;", f"constexpr int CTA_PER_SM = {v.cta_per_sm};"
-        )
-    if v.path and v.pre_route >= 0:
-        src = (ROOT / v.path).read_text()
-        src = _sub(
-            src, "constexpr int PRE_UNROLL = 1;", f"constexpr int PRE_UNROLL = {v.pre_unroll};"
-        )
-        src = _sub(
-            src,
-            "constexpr int PRE_SLOT_SPLIT = 0;",
-            f"constexpr int PRE_SLOT_SPLIT = {v.slot_split};",
-        )
-        return _sub(
-            src, "constexpr int PRE_ROUTE = 0;", f"constexpr int PRE_ROUTE = {v.pre_route};"
-        )
-    if v.path and v.fine_slots:
-        src = (ROOT / v.path).read_text()
-        return _sub(
-            src, "constexpr int FINE_SLOTS = 4;", f"constexpr int FINE_SLOTS = {v.fine_slots};"
-        )
-    if v.path and v.x_route >= 0:
-        src = (ROOT / v.path).read_text()
-        return _sub(src, "constexpr int X_ROUTE = 0;", f"constexpr int X_ROUTE = {v.x_route};")
+        for name, value in v.consts:
+            src, found = re.subn(
+                rf"constexpr int {name} = -?\d+;", f"constexpr int {name} = {value};", src
+            )
+            if found != 1:
+                raise ValueError(f"{v.path}: constexpr int {name} found {found} times, want 1")
+        return src
     if v.path:
         return (ROOT / v.path).read_text()
     if v.stages:
@@ -645,8 +632,10 @@ def launch_of(v: Variant, shape: dict[str, int], sms: int) -> tuple[int, int, in
     """(blocks, threads a block, dynamic shared bytes) of `v` at `shape`."""
     if shape["batch"] > 1:
         return shape["n"] // 32, 64, 0
-    if v.cta_warps:  # each warp's ring: STAGES x (2 KB of weights + 512 B of x)
-        return sms * v.cta_per_sm, 32 * v.cta_warps, v.cta_warps * 2 * (2048 + 512)
+    consts = dict(v.consts)
+    if "CTA_WARPS" in consts:  # each warp's ring: STAGES x (2 KB of weights + 512 B of x)
+        warps = consts["CTA_WARPS"]
+        return sms * consts.get("CTA_PER_SM", 1), 32 * warps, warps * 2 * (2048 + 512)
     if not v.warps:
         return shape["n"] // 16, 64, v.pad  # two warps a 16-row tile
     return (
@@ -738,7 +727,7 @@ def main() -> None:
     for name, src in sources().items():
         module = cp.RawModule(code=src, options=("--std=c++17", "-arch=sm_90"), backend="nvrtc")
         fns = {b: module.get_function(f"w4a16_b{b}") for b in (1, 4, 16)}
-        if VARIANTS[name].warps or VARIANTS[name].cta_warps:  # beyond the 48 KB taken unasked
+        if VARIANTS[name].warps or "CTA_WARPS" in dict(VARIANTS[name].consts):  # over 48 KB
             fns[1].max_dynamic_shared_size_bytes = 227 * 1024
         regs = {b: f.num_regs for b, f in fns.items()}
         spills = {b: f.local_size_bytes for b, f in fns.items()}
