@@ -10,9 +10,11 @@ The tenth pass compares whole files, each with its own batch-1 launch:
 - `recorded`: the file the bench measured before this pass (W4A16_RECORDED, default
   scratch/02_recorded.cu, a copy of the file at commit 6464693; its batch-1 launch is N / 16
   blocks of 64 threads, two warps a 16-row tile, each over half of K);
-- `offsets once (installed)`: kernels/gemv/02_w4a16.cu, the same loop with its shared-memory
-  addresses taken once as 32-bit offsets;
-- `parts across blocks, ...` (PARTS_EDITS, rewrites of the installed file): the two parts of each
+- `installed`: kernels/gemv/02_w4a16.cu as it is now (the tenth pass's "offsets once (installed)":
+  the same loop with its shared-memory addresses taken once as 32-bit offsets; since the twelfth
+  pass, four warps a tile). The tenth pass's rewrites below apply to that pass's file, a scratch
+  copy (W4A16_TENTH, default scratch/02_offsets_once.cu);
+- `parts across blocks, ...` (PARTS_EDITS): the two parts of each
   tile's K summed by warps of two different blocks, met through device memory, the split skewed
   towards the blocks placed first on an SM by B1_SKEW stages;
 - `offsets once, 3-deep ring`: the installed file with STAGES = 3 (all batches), and the
@@ -27,7 +29,9 @@ The eleventh pass adds batch-1 entries kept as scratch files (not in the reposit
 installed file with one batch-1 change, described in kernels/gemv/NOTES.md) and switched by a
 constant the script rewrites: BULK (the weights, and x, by the bulk-copy engine), FINE (stages of
 one piece a lane, FINE_SLOTS deep) and PRE (the zero-point offsets of x out of the stage, by
-PRE_ROUTE). W4A16_ONLY (names separated by ';') times those variants alone, in that order.
+PRE_ROUTE). The twelfth pass: KSPLIT (the K split over 2, 4 or 8 warps of a tile, blocks of that
+many warps; installed at 4). W4A16_ONLY (names separated by ';') times those variants alone, in
+that order; a variant whose batch-1 warps would get a part stage at some checked K skips it.
 Batch 4 and 16 are timed for whole files only (the rewrites change batch 1 alone). The variants
 of earlier passes (x slots, scale quads, x a stage ahead, tiled scales) were rewrites of the file
 before this pass and are in the history of this script.
@@ -57,6 +61,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # the bench package: its timer, ceilings and suites
 SOURCE = (ROOT / "kernels/gemv/02_w4a16.cu").read_text()
+# The tenth pass's rewrites (3-deep ring, padding, throttling, parts across blocks, one CTA an SM)
+# anchor on the file installed then: two warps a tile, offsets once (a scratch copy of it).
+TENTH = os.environ.get("W4A16_TENTH", "scratch/02_offsets_once.cu")
+
+
+def tenth_source() -> str:
+    return (ROOT / TENTH).read_text()
 SAMPLES = int(os.environ.get("SAMPLES", "60"))
 ROUNDS = int(os.environ.get("ROUNDS", "2"))  # alternate order: even rounds forward, odd reversed
 SHAPES = (
@@ -90,7 +101,7 @@ class Variant(NamedTuple):
 
 VARIANTS: dict[str, Variant] = {
     "recorded": Variant(path=RECORDED, whole=True),
-    "offsets once (installed)": Variant(whole=True),
+    "installed": Variant(whole=True),
     "parts across blocks, even": Variant(skew=0, whole=True),
     "parts across blocks, skew 1": Variant(skew=1),
     "parts across blocks, skew 2": Variant(skew=2),
@@ -177,6 +188,23 @@ VARIANTS.update(
         )
         for w, per, skew in ((28, 1, 0), (28, 1, 1), (28, 1, 2), (28, 1, 3), (14, 2, 1), (14, 2, 2))
     }
+)
+
+# The twelfth pass: batch 1 with the K split over KSPLIT_B1 warps of a tile instead of 2 (W4A16_KSPLIT,
+# default scratch/02_ksplit.cu: the installed file with blocks of KSPLIT_B1 warps at batch 1, the
+# partial sums meeting in shared memory, 28 warps an SM as now). At 4 the grid is 1.94 waves of
+# blocks half as long: a block that ends early hands its slot to one that has not started, where
+# the one-wave launch leaves the slot empty (the tenth pass's timeline: the warps placed first end
+# ~5 µs before the last). K must be a multiple of 256 x KSPLIT_B1.
+KSPLIT = os.environ.get("W4A16_KSPLIT", "scratch/02_ksplit.cu")
+VARIANTS.update(
+    {f"K split {w}": Variant(path=KSPLIT, consts=(("KSPLIT_B1", w),)) for w in (2, 4, 8)}
+)
+VARIANTS["K split 8, 4 blocks an SM"] = Variant(
+    path=KSPLIT, consts=(("KSPLIT_B1", 8), ("B1_MIN_BLOCKS", 4))
+)
+VARIANTS["K split 4, 8 blocks an SM"] = Variant(
+    path=KSPLIT, consts=(("KSPLIT_B1", 4), ("B1_MIN_BLOCKS", 8))
 )
 
 # Batch 1, each stage after its copies have landed: the blocks placed first (low block index) sleep
@@ -572,6 +600,8 @@ CHECK_ONLY = tuple({"batch": b, "k": 1024, "n": 1024} for b in (1, 4, 16)) + (
     {"batch": 1, "k": 512, "n": 1024},
     {"batch": 1, "k": 1536, "n": 2048},
     {"batch": 1, "k": 1536, "n": 5120},  # 320 tiles: two or three a CTA at batch 1
+    {"batch": 1, "k": 2048, "n": 2048},
+    {"batch": 1, "k": 3072, "n": 5120},
     {"batch": 16, "k": 1536, "n": 2048},
 )
 
@@ -596,21 +626,21 @@ def source_of(v: Variant) -> str:
     if v.path:
         return (ROOT / v.path).read_text()
     if v.stages:
-        return _sub(SOURCE, "constexpr int STAGES = 2;", f"constexpr int STAGES = {v.stages};")
+        return _sub(tenth_source(), "constexpr int STAGES = 2;", f"constexpr int STAGES = {v.stages};")
     if v.throttle_ns:
-        src = _sub(SOURCE, THROTTLE_AT, THROTTLE_AT + THROTTLE)
+        src = _sub(tenth_source(), THROTTLE_AT, THROTTLE_AT + THROTTLE)
         return _sub(
             src,
             "constexpr int WARPS = 2;",
             f"#define THROTTLE_NS {v.throttle_ns}\nconstexpr int WARPS = 2;",
         )
     if v.skew >= 0:
-        src = SOURCE
+        src = tenth_source()
         for old, new in PARTS_EDITS:
             src = _sub(src, old, new)
         return _sub(src, "constexpr int B1_SKEW = 0;", f"constexpr int B1_SKEW = {v.skew};")
     if not v.warps:
-        return SOURCE
+        return tenth_source() if v.pad else SOURCE
     entry = _sub(CTA_PER_SM, "constexpr int B1_WARPS = 28;", f"constexpr int B1_WARPS = {v.warps};")
     entry = _sub(
         entry,
@@ -625,7 +655,7 @@ def source_of(v: Variant) -> str:
     entry = _sub(
         entry, "constexpr int B1_LATE_GRAB = 0;", f"constexpr int B1_LATE_GRAB = {v.late_grab};"
     )
-    return _sub(SOURCE, B1_ENTRY, entry)
+    return _sub(tenth_source(), B1_ENTRY, entry)
 
 
 def launch_of(v: Variant, shape: dict[str, int], sms: int) -> tuple[int, int, int]:
@@ -636,8 +666,9 @@ def launch_of(v: Variant, shape: dict[str, int], sms: int) -> tuple[int, int, in
     if "CTA_WARPS" in consts:  # each warp's ring: STAGES x (2 KB of weights + 512 B of x)
         warps = consts["CTA_WARPS"]
         return sms * consts.get("CTA_PER_SM", 1), 32 * warps, warps * 2 * (2048 + 512)
-    if not v.warps:
-        return shape["n"] // 16, 64, v.pad  # two warps a 16-row tile
+    if not v.warps:  # a block is one 16-row tile, its K split between KSPLIT_B1 warps (else 2)
+        split = re.search(r"constexpr int KSPLIT_B1 = (\d+);", source_of(v))
+        return shape["n"] // 16, 32 * (int(split.group(1)) if split else 2), v.pad
     return (
         min(sms * v.ctas_per_sm, shape["n"] // 16),
         32 * v.warps,
@@ -750,6 +781,10 @@ def main() -> None:
         nbytes = suite.bytes_w4a16(shape)
         for name, module in modules.items():
             v = VARIANTS[name]
+            threads = launch_of(v, shape, sms)[1] if shape["batch"] == 1 else 64
+            if not v.warps and shape["k"] % (256 * threads // 32):  # a warp's slice: whole stages
+                print(f"check {key} {name}: skipped (K not a multiple of {256 * threads // 32})")
+                continue
             kernel = module.get_function(f"w4a16_b{shape['batch']}")
             blocks, threads, smem = launch_of(v, shape, sms)
             for attempt in range(2):  # twice: the counters and sums must start clean each launch

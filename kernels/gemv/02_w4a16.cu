@@ -5,10 +5,12 @@
 // group of 128 values along K: w = (q - 8) * s (the scales add 1/64 of the packed bytes). The mma
 // layout and the cp.async ring are 01's; what changes is the step between shared memory and the mma,
 // and how the work is dealt out:
-// - Batch 1: two warps a 16-row tile, each over a contiguous half of K (a block is one tile: N / 16
-//   blocks of 64 threads), their sums added through shared memory at the end. Twice the warps of
-//   one warp a tile (3584 at the headline, 27 an SM), so each scheduler has more independent chains
-//   to pick from; the split is a pointer offset, and each warp runs the same loop over K / 2.
+// - Batch 1: four warps a 16-row tile, each over a contiguous quarter of K (a block is one tile: N /
+//   16 blocks of 128 threads), their sums added through shared memory at the end; the split is a
+//   pointer offset, and each warp runs the same loop over K / 4. 28 warps fit an SM (7 blocks), so
+//   the headline's 1792 blocks are 1.94 waves: a block that ends early hands its SM slots to one
+//   that has not started. With two warps a tile (one wave of 1792 two-warp blocks) the warps placed
+//   first on an SM ended ~5 us before the last ones, and their slots stayed empty meanwhile.
 //   Batch 4 and 16: one warp a tile over all of K, two tiles a block (N / 32 blocks of 64 threads).
 // - Batch 1, the fp16 route, the zero point folded out of the loop: a nibble OR-ed into the low
 //   mantissa bits of fp16 1024.0 (0x6400) is 1024 + q exactly, and one at bits 4-7 is 1024 + 16q.
@@ -55,35 +57,38 @@
 // conversion's LDS and STS, 5 LDGSTS and 2 scale loads of 8 lines each; with the scales halved it
 // runs ~57% busy, and the longest wait is memory (long scoreboard), not shared memory.
 //
-// Size constraints: K a multiple of 512 (at batch 1 two halves of whole stages of 256 values: 4
+// Size constraints: K a multiple of 1024 (at batch 1 four slices of whole stages of 256 values: 4
 // lanes x 2 pieces x 32 values a row; the groups of 128 follow), N a multiple of 32 (16 at batch
 // 1), batch 1..16, every tensor 16-byte aligned, |x| <= 65504 at batch 1.
 
-constexpr int WARPS = 2;    // warps a block: at batch 1 both on one 16-row tile, else one tile each
-constexpr int PIECES = 2;   // 16-byte pieces a lane copies of each of its 2 rows a stage
-// Ring depth: the stage in use and STAGES - 1 in flight. At batch 1 the K split doubles the warps,
-// so one stage ahead a warp holds what two stages ahead held before; 3 deep was 5% slower. Batch 4
-// and 16 share the depth and stay within ~1% of their old 3-deep ring.
+constexpr int WARPS = 2;      // warps a block at batch 4 and 16, one tile each
+constexpr int KSPLIT_B1 = 4;  // warps a block at batch 1, all on one 16-row tile, each a slice of K
+constexpr int PIECES = 2;     // 16-byte pieces a lane copies of each of its 2 rows a stage
+// Ring depth: the stage in use and STAGES - 1 in flight. At batch 1 the K split multiplies the
+// warps, so one stage ahead a warp holds what two stages ahead held with one warp a tile; 3 deep
+// was 5% slower (two warps a tile). Batch 4 and 16 share the depth and stay within ~1% of their
+// old 3-deep ring.
 constexpr int STAGES = 2;
-// Pieces of a stage unrolled at batch 1. Unrolled (2), the loop needs 2 registers over the 72 the
-// one-wave launch allows and spills; one at a time it fits, and timed level with the unrolled
+// Pieces of a stage unrolled at batch 1. Unrolled (2), the loop needs 2 registers over the 72 that
+// 28 warps an SM allow and spills; one at a time it fits, and timed level with the unrolled
 // build at the headline (4% behind it at K = 4096, N = 14336).
 constexpr int UNROLL_B1 = 1;
 constexpr int VALUES_PER_PIECE = 32;  // nibbles in 16 bytes
 constexpr int GROUP = 128;            // values sharing one scale along K
 constexpr int X_VECTORS = 4 * PIECES * 4;  // 16-byte vectors of x a token a stage (256 values)
-// At batch 1, 1792 blocks at N = 28672 should all be resident at once (one wave, no tail): 14 blocks
-// of 2 warps on each of 132 SMs is 1848. Registers must fit 28 warps: 7 to a scheduler of 16384
-// registers, so at most 72 a thread. Batch 4 and 16 launch 896 blocks, 7 an SM (128 registers).
-constexpr int BLOCKS_PER_SM = 14;
+// At batch 1, 7 blocks of 4 warps an SM: 28 warps, 7 to a scheduler of 16384 registers, so at most
+// 72 a thread (32 warps at 64 registers timed the same). Batch 4 and 16 launch 896 blocks, 7 an SM
+// (128 registers).
+constexpr int BLOCKS_PER_SM = 7;
 constexpr int BLOCKS_PER_SM_BATCHED = 7;
 
 static_assert(sizeof(uint4) * 2 == VALUES_PER_PIECE, "a 16-byte piece is 32 nibbles");
 static_assert(4 * VALUES_PER_PIECE == GROUP, "the 4 lanes of a row cover exactly one group");
 static_assert(X_VECTORS == 32, "at batch 1, one 16-byte copy a lane carries a stage's x");
 static_assert(PIECES == 2, "a stage is two groups: the batch-1 offsets are two values");
-static_assert(BLOCKS_PER_SM * (WARPS * STAGES * (2 * PIECES * 32 + X_VECTORS) * 16 + 1024) <= 228 * 1024,
-              "14 blocks' rings, and the 1 KB each block reserves, fit in an SM's shared memory");
+static_assert(BLOCKS_PER_SM * (KSPLIT_B1 * STAGES * (2 * PIECES * 32 + X_VECTORS) * 16 + 1024) <=
+                  228 * 1024,
+              "7 batch-1 blocks' rings, and the 1 KB each block reserves, fit in an SM's shared memory");
 
 // Shared memory is addressed by 32-bit offsets taken once before the loop (shared_addr), and the
 // loop adds constants to them. Left to the compiler (generic pointers into the ring arrays), each
@@ -199,16 +204,17 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
     static_assert(BATCH >= 1 && BATCH <= 16, "one or two n8 tiles of batch columns");
     constexpr int NT = (BATCH + 7) / 8;
     constexpr bool FP16 = BATCH == 1;  // x in the ring, converted to fp16; the zero point folded
-    constexpr int KSPLIT = BATCH == 1 ? WARPS : 1;  // warps over one tile, each over its own part of K
-    constexpr int TILES = WARPS / KSPLIT;           // 16-row tiles a block
-    __shared__ uint4 ring[WARPS][STAGES][PIECES][2][32];
+    constexpr int BLOCK_WARPS = BATCH == 1 ? KSPLIT_B1 : WARPS;
+    constexpr int KSPLIT = BATCH == 1 ? KSPLIT_B1 : 1;  // warps over one tile, each over its own part of K
+    constexpr int TILES = BLOCK_WARPS / KSPLIT;         // 16-row tiles a block
+    __shared__ uint4 ring[BLOCK_WARPS][STAGES][PIECES][2][32];
     // a stage's x, vector v = 16p + 4t + i of the stage kept at 16p + 4i + t: for each (p, i) the
     // 4 lanes of a row read 64 contiguous bytes, so the LDS.128 has no bank conflict
-    __shared__ uint4 xring[WARPS][FP16 ? STAGES : 1][FP16 ? X_VECTORS : 1];
+    __shared__ uint4 xring[BLOCK_WARPS][FP16 ? STAGES : 1][FP16 ? X_VECTORS : 1];
 
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;  // owner of a ring
-    const int half = KSPLIT == 1 ? 0 : warp;  // which part of K this warp sums
+    const int slice = KSPLIT == 1 ? 0 : warp;  // which slice of K this warp sums
     const int tile = blockIdx.x * TILES + (KSPLIT == 1 ? warp : 0);
     const int g = lane >> 2;
     const int t = lane & 3;
@@ -219,14 +225,14 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
 
     // The suite stores W tiled (see the header): the 2 KB of tile w in stage s are uint4s
     // (s * N/16 + w) * 128 .. + 127, copy j of a lane (j = 2 * piece + half of the tile's rows) is
-    // uint4 32 * j + lane of that block. This warp starts at stage half * (stages a half).
+    // uint4 32 * j + lane of that block. This warp starts at stage slice * (stages a slice).
     const size_t stage_stride = static_cast<size_t>(n / 16) * 128;  // uint4s between a tile's stages
     const uint4* wtile = reinterpret_cast<const uint4*>(wq) +
-                         static_cast<size_t>(half) * (kv / STEP) * stage_stride +
+                         static_cast<size_t>(slice) * (kv / STEP) * stage_stride +
                          static_cast<size_t>(tile) * 128 + lane;
-    const unsigned short* sa = scales + static_cast<size_t>(row) * groups + half * (groups / KSPLIT);
+    const unsigned short* sa = scales + static_cast<size_t>(row) * groups + slice * (groups / KSPLIT);
     const unsigned short* sb = sa + static_cast<size_t>(8) * groups;
-    const uint4* xhalf = reinterpret_cast<const uint4*>(x) + half * (k / KSPLIT / 8);
+    const uint4* xslice = reinterpret_cast<const uint4*>(x) + slice * (k / KSPLIT / 8);
     // x in 16-byte vectors of 8 bf16: the 32 values of a piece are 4 of them
     const uint4* xr[NT];
     bool has_x[NT];
@@ -234,10 +240,10 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
     for (int nt = 0; nt < NT; ++nt) {
         const int b = g + 8 * nt;
         has_x[nt] = b < BATCH;
-        xr[nt] = xhalf + static_cast<size_t>(has_x[nt] ? b : 0) * (k / 8) + 4 * t;
+        xr[nt] = xslice + static_cast<size_t>(has_x[nt] ? b : 0) * (k / 8) + 4 * t;
     }
     // batch 1: lane L copies vector L of each stage's x, to where the reads below expect it
-    const uint4* x_copy = xhalf + lane;
+    const uint4* x_copy = xslice + lane;
     const int x_slot = 16 * (lane >> 4) + 4 * (lane & 3) + ((lane >> 2) & 3);
     // slot s of the rings starts RING_SLOT (XRING_SLOT) bytes after slot 0
     constexpr unsigned RING_SLOT = sizeof(ring[0][0]), XRING_SLOT = sizeof(xring[0][0]);
@@ -306,7 +312,7 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
         // registers, so batch 16 walks the pieces one at a time; batch 1 as UNROLL_B1 says.
 #pragma unroll(BATCH == 1 ? UNROLL_B1 : NT == 1 ? PIECES : 1)
         for (int p = 0; p < PIECES; ++p) {
-            // piece c + 4p + t lies in group (c + 4p + t) / 4 = c / 4 + p of this half
+            // piece c + 4p + t lies in group (c + 4p + t) / 4 = c / 4 + p of this slice
             const float scale_a =
                 FP16 ? __uint_as_float(p == 0 ? scale_pair[0] << 16 : scale_pair[0] & 0xFFFF0000u)
                      : bf16_to_float(__ldg(sa + c / 4 + p));
@@ -374,25 +380,22 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
     }
     wait_copies<0>();
 
-    // at batch 1 the halves meet: the ring is free now, so the second half leaves its sums in it
+    // at batch 1 the parts meet: the ring is free now, so warps 1..KSPLIT-1 leave their sums in it
+    // and warp 0 adds them (e = 0 and 2: column 2t of rows g and g + 8, where t = 0 holds column 0)
     float red_part[NT][4] = {};
-    if constexpr (KSPLIT == 2) {
-    __syncthreads();
-    float* red = reinterpret_cast<float*>(&ring[0][0][0][0][0]);
-    if (half == 1) {
+    if constexpr (KSPLIT > 1) {
+        __syncthreads();
+        float* red = reinterpret_cast<float*>(&ring[0][0][0][0][0]);
+        if (slice > 0) {
 #pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
+            for (int e = 0; e < 4; e += 2) red[((slice - 1) * 4 + e) * 32 + lane] = acc[0][e];
+        }
+        __syncthreads();
+        if (slice > 0) return;
 #pragma unroll
-            for (int e = 0; e < 4; ++e)
-                if (BATCH > 1 || e % 2 == 0) red[(nt * 4 + e) * 32 + lane] = acc[nt][e];  // column 2t + e % 2
-    }
-    __syncthreads();
-    if (half == 1) return;
+        for (int h = 1; h < KSPLIT; ++h)
 #pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-            if (BATCH > 1 || e % 2 == 0) red_part[nt][e] = red[(nt * 4 + e) * 32 + lane];
+            for (int e = 0; e < 4; e += 2) red_part[0][e] += red[((h - 1) * 4 + e) * 32 + lane];
     }
 
 #pragma unroll
@@ -409,7 +412,7 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
     }
 }
 
-extern "C" __global__ void __launch_bounds__(WARPS * 32, BLOCKS_PER_SM)
+extern "C" __global__ void __launch_bounds__(KSPLIT_B1 * 32, BLOCKS_PER_SM)
 w4a16_b1(const unsigned short* x, const unsigned* wq, const unsigned short* scales, unsigned short* y,
          int k, int n) {
     gemv_w4a16<1>(x, wq, scales, y, k, n);

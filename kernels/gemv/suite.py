@@ -55,22 +55,29 @@ E4M3_MAX = 448.0
 
 class Format(NamedTuple):
     weights: tuple[str, ...]  # input names after x, in kernel argument order
-    # K per stage of a row (4 lanes x 2 pieces x values per 16 bytes); two stages where K is split
+    # K per stage of a row (4 lanes x 2 pieces x values per 16 bytes), times the warps K is split
+    # between
     k_multiple: int
-    rows_at_batch_1: int = ROWS_PER_BLOCK  # 16: the 2 warps of a block share one tile, K split
+    rows_at_batch_1: int = ROWS_PER_BLOCK  # 16: the warps of a block share one tile, K split
+    threads_at_batch_1: int = THREADS
 
 
 FORMATS: dict[str, Format] = {
     "01_bf16": Format(("w",), 64),
-    # at batch 1 each warp of a 16-row tile sums half of K in whole 256-value stages
-    "02_w4a16": Format(("wq", "scales"), 512, rows_at_batch_1=16),
+    # at batch 1 each of the 4 warps of a 16-row tile sums a quarter of K in whole 256-value stages
+    "02_w4a16": Format(("wq", "scales"), 1024, rows_at_batch_1=16, threads_at_batch_1=128),
     "03_fp8_e4m3": Format(("w8", "scale"), 128),
 }
 
 
 def rows_per_block(stem: str, batch: int) -> int:
-    """Rows of W a block of THREADS threads covers, for `stem` at `batch`."""
+    """Rows of W a block covers, for `stem` at `batch`."""
     return FORMATS[stem].rows_at_batch_1 if batch == 1 else ROWS_PER_BLOCK
+
+
+def threads_per_block(stem: str, batch: int) -> int:
+    """Threads a block of `stem` has at `batch`."""
+    return FORMATS[stem].threads_at_batch_1 if batch == 1 else THREADS
 
 
 def plan(version: Version, shape: Shape) -> tuple[str, int, int]:
@@ -89,7 +96,7 @@ def plan(version: Version, shape: Shape) -> tuple[str, int, int]:
         problems.append(f"n={n} is not a multiple of {rows}")
     if problems:
         raise ValueError(f"{version.id}: " + "; ".join(problems))
-    return f"{version.name}_b{batch}", n // rows, THREADS
+    return f"{version.name}_b{batch}", n // rows, threads_per_block(version.stem, batch)
 
 
 _functions: dict[tuple[int, str], tuple[Any, Any]] = {}

@@ -61,17 +61,21 @@ def test_every_shape_has_a_valid_launch(loaded: LoadedSuite, suite: ModuleType, 
     for shape in loaded.claims[stem].shapes:
         entry, blocks, threads = suite.plan(version, shape)
         assert entry in entries
-        assert threads == 64 and blocks * suite.rows_per_block(stem, shape["batch"]) == shape["n"]
+        assert threads == suite.threads_per_block(stem, shape["batch"])
+        assert blocks * suite.rows_per_block(stem, shape["batch"]) == shape["n"]
         assert shape["k"] % suite.FORMATS[stem].k_multiple == 0
 
 
 def test_launch_refuses_shapes_that_do_not_fit(loaded: LoadedSuite, suite: ModuleType) -> None:
     w4 = version_named(loaded, "02_w4a16")
-    with pytest.raises(ValueError, match="k=4352 is not a multiple of 512"):
-        suite.plan(w4, {"batch": 1, "k": 4352, "n": 28672})
-    # 02 splits K between the two warps of a 16-row tile at batch 1 only
-    assert suite.plan(w4, {"batch": 1, "k": 8192, "n": 28672})[1:] == (1792, 64)
+    with pytest.raises(ValueError, match="k=4608 is not a multiple of 1024"):
+        suite.plan(w4, {"batch": 1, "k": 4608, "n": 28672})
+    # 02 splits K between the four warps of a 16-row tile at batch 1 only
+    assert suite.plan(w4, {"batch": 1, "k": 8192, "n": 28672})[1:] == (1792, 128)
     assert suite.plan(w4, {"batch": 4, "k": 8192, "n": 28672})[1:] == (896, 64)
+    assert suite.plan(version_named(loaded, "03_fp8_e4m3"), {"batch": 1, "k": 8192, "n": 28672})[
+        1:
+    ] == (896, 64)
     with pytest.raises(ValueError, match="n=28688 is not a multiple of 32"):
         suite.plan(w4, {"batch": 16, "k": 8192, "n": 28688})
     with pytest.raises(ValueError, match="batch=3"):
