@@ -812,6 +812,81 @@ def lane_ring_edits(slots: int) -> list[tuple[str, str]]:
     return edits
 
 
+# The fourteenth round. Ranges skewed by where the block scheduler places a CTA: CTAs numbered
+# group-fastest (so every group holds CTAs placed first and second on their SMs), and the splits
+# placed first (linear index below the SM count) take `skew`/128 of a range more, the others as
+# much less, in 8-token chunks (a range need no longer be a multiple of the CTA's 64-token step:
+# warps past the end of a short last step sit the loop out with an empty state). The last split
+# takes what is left. Hypothesis: the twelfth round's stamps had the CTAs placed second on their SM
+# end about a microsecond after those placed first; moving work to the first-placed ones should
+# end both together. A negative skew is the control (it should be slower). Only where every split
+# is a whole number of chunks and the skew is at least a chunk (32K on the suite's plan).
+SCRATCH_SMS = 132  # the H200's SM count; a scratch build, so the launch keeps its arguments
+
+
+def skew_edits(skew: int, control: bool = False) -> list[tuple[str, str]]:
+    """`control`: the same code with the skew zero at run time (the compiler cannot fold it), to
+    tell the skew from the cost of the range code (8 bytes of spill at 128 registers)."""
+    runtime = " * (T > (1 << 30) ? 1 : 0)" if control else ""
+    return balance_edits(4, 4)[1:2] + [
+        (
+            "    const int t_begin = split * tokens_per_split;\n"
+            "    const int t_end = min(T, t_begin + tokens_per_split);\n",
+            "    int t_begin = split * tokens_per_split;\n"
+            "    int t_end = min(T, t_begin + tokens_per_split);\n"
+            "    {\n"
+            "        const int chunks = T / WARP_TOKENS, base = chunks / splits;\n"
+            f"        const int d = base * ({skew}) / 128{runtime};\n"
+            "        if (d != 0 && chunks % splits == 0) {\n"
+            f"            const int placed = {SCRATCH_SMS} - group;  // splits s with s * groups_all + group < SMs\n"
+            "            const int firsts = placed <= 0 ? 0 : min(splits, (placed + groups_all - 1) / groups_all);\n"
+            "            const int f0 = min(split, firsts), f1 = min(split + 1, firsts);\n"
+            "            t_begin = (split * base + d * (2 * f0 - split)) * WARP_TOKENS;\n"
+            "            t_end = split == splits - 1 ? T\n"
+            "                                        : ((split + 1) * base + d * (2 * f1 - split - 1)) * WARP_TOKENS;\n"
+            "        }\n"
+            "    }\n",
+        ),
+        (
+            "    load_rows(kr, kh, t, half);\n    load_rows(vr, vh, t, half);\n",
+            "    const bool active = t < t_end;  // a short last step leaves some warps without tokens\n"
+            "    if (active) {\n"
+            "        load_rows(kr, kh, t, half);\n"
+            "        load_rows(vr, vh, t, half);\n"
+            "    }\n",
+        ),
+        ("    while (true) {\n        float s[UNROLL * G];", "    if (active) while (true) {\n        float s[UNROLL * G];"),
+    ]
+
+
+# The same round, second call. Balanced ranges in 8-token chunks, split s taking chunks
+# [s C / S, (s + 1) C / S) of the C = T / 8 of its head, so that any split count works: 33 at 32K
+# and 4K makes 264 CTAs, exactly two on each of the 132 SMs, where 32 leaves 8 SMs with one CTA
+# (the twelfth round's stamps: those end ~2 µs early, their SMs idle for the rest). The merge
+# loads up to MERGE_CHUNK partials at once, so it is raised to 40 for 33 splits (32 would leave
+# the 33rd for a second dependent round trip). The control runs the same code on the suite's plan,
+# where the ranges are the recorded ones.
+BALANCED_EDITS = [
+    (
+        "    const int t_begin = split * tokens_per_split;\n"
+        "    const int t_end = min(T, t_begin + tokens_per_split);\n",
+        "    const int chunks = T / WARP_TOKENS;  // tokens_per_split is not used: the range is balanced\n"
+        "    const int t_begin = split * chunks / splits * WARP_TOKENS;\n"
+        "    const int t_end = (split + 1) * chunks / splits * WARP_TOKENS;\n",
+    ),
+    (
+        "    load_rows(kr, kh, t, half);\n    load_rows(vr, vh, t, half);\n",
+        "    const bool active = t < t_end;  // a short last step leaves some warps without tokens\n"
+        "    if (active) {\n"
+        "        load_rows(kr, kh, t, half);\n"
+        "        load_rows(vr, vh, t, half);\n"
+        "    }\n",
+    ),
+    ("    while (true) {\n        float s[UNROLL * G];", "    if (active) while (true) {\n        float s[UNROLL * G];"),
+    ("constexpr int MERGE_CHUNK = 32;", "constexpr int MERGE_CHUNK = 40;"),
+]
+
+
 # name -> (edits, CTAs an SM the plan aims at, fixed plan {T: (splits, tokens_per_split)} or None)
 Variant = tuple[list[tuple[str, str]], int, dict[int, tuple[int, int]] | None]
 VARIANTS: dict[str, Variant] = {
@@ -847,6 +922,14 @@ VARIANTS: dict[str, Variant] = {
     "deal + V as used": (DEAL_EDITS + V_AS_USED_EDITS, 2, None),
     "lane ring 2 slots": (lane_ring_edits(2), 2, None),
     "lane ring 3 slots": (lane_ring_edits(3), 2, None),
+    "skew +1/128": (skew_edits(1), 2, None),
+    "skew +2/128": (skew_edits(2), 2, None),
+    "skew +3/128": (skew_edits(3), 2, None),
+    "skew +4/128": (skew_edits(4), 2, None),
+    "skew -2/128": (skew_edits(-2), 2, None),
+    "skew code, zero skew": (skew_edits(2, control=True), 2, None),
+    "balanced ranges on the suite plan": (BALANCED_EDITS, 2, None),
+    "balanced ranges 33 splits": (BALANCED_EDITS, 2, {32768: (33, 0), 4096: (33, 0)}),
 }
 # Dynamic shared memory a variant's launch passes (and raises the function's limit to).
 DYNAMIC_SMEM: dict[str, int] = {
@@ -857,7 +940,7 @@ DYNAMIC_SMEM: dict[str, int] = {
 }
 # The variants this round times when VARIANTS is not set (the earlier rounds' stay selectable).
 DEFAULT_VARIANTS = (
-    "base", "warps deal chunks", "V loaded as used", "deal + V as used", "base (second build)",
+    "base", "balanced ranges on the suite plan", "balanced ranges 33 splits", "base (second build)",
 )
 
 
