@@ -206,6 +206,19 @@ VARIANTS["K split 8, 4 blocks an SM"] = Variant(
 VARIANTS["K split 4, 8 blocks an SM"] = Variant(
     path=KSPLIT, consts=(("KSPLIT_B1", 4), ("B1_MIN_BLOCKS", 8))
 )
+# Larger blocks first (W4A16_GUIDED, default scratch/02_guided.cu: a file in which the first
+# N / 16 - grid blocks at batch 1 own two tiles, two warps a tile, the rest one tile four ways; the
+# launch here makes B1_DOUBLE of them; installed, with the suite choosing 2 an SM).
+# The block scheduler starts blocks in index order, so the big ones go into the first wave and the
+# small ones fill the slots that empty last, as in guided self-scheduling. 0 is the control (the
+# same code, every block one tile).
+GUIDED = os.environ.get("W4A16_GUIDED", "scratch/02_guided.cu")
+VARIANTS.update(
+    {
+        f"guided, {d} double blocks": Variant(path=GUIDED, consts=(("B1_DOUBLE", d),))
+        for d in (0, 132, 198, 264, 330, 396, 528, 792)
+    }
+)
 
 # Batch 1, each stage after its copies have landed: the blocks placed first (low block index) sleep
 # longest, the last placed not at all, so that the warps the SM serves first leave more of the
@@ -668,7 +681,13 @@ def launch_of(v: Variant, shape: dict[str, int], sms: int) -> tuple[int, int, in
         return sms * consts.get("CTA_PER_SM", 1), 32 * warps, warps * 2 * (2048 + 512)
     if not v.warps:  # a block is one 16-row tile, its K split between KSPLIT_B1 warps (else 2)
         split = re.search(r"constexpr int KSPLIT_B1 = (\d+);", source_of(v))
-        return shape["n"] // 16, 32 * (int(split.group(1)) if split else 2), v.pad
+        tiles = shape["n"] // 16
+        if v == Variant(whole=True):  # the installed file: the suite's grid, two-tile blocks first
+            suite = load_suite()
+            doubles = suite.batch_1_doubles(suite.FORMATS["02_w4a16"], tiles, sms)
+        else:  # blocks of two tiles that lead the grid, where the file reads them off it
+            doubles = min(consts.get("B1_DOUBLE", 0), tiles // 2)
+        return tiles - doubles, 32 * (int(split.group(1)) if split else 2), v.pad
     return (
         min(sms * v.ctas_per_sm, shape["n"] // 16),
         32 * v.warps,

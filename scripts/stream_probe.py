@@ -106,14 +106,13 @@ def rewrite(source: str, old: str, new: str) -> str:
     return source.replace(old, new)
 
 
-def stamped_w4a16() -> str:
-    """02 with each batch-1 warp stamping its start and its end (warp = 2 * block + warp)."""
-    src = w4.SOURCE
+def stamped_w4a16(src: str) -> str:
+    """02 with each batch-1 warp stamping its start and its end (warps a block x block + warp)."""
     call = "    gemv_w4a16<1>(x, wq, scales, y, k, n);\n"
     first = src.index(call)
     head, tail = src[:first], src[first + len(call) :]
     stamped = (
-        "    const int probe_w = blockIdx.x * 2 + (threadIdx.x >> 5);\n"
+        "    const int probe_w = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);\n"
         "    if ((threadIdx.x & 31) == 0) { stamps[probe_w][0] = probe_now(); stamp_sm[probe_w] = probe_sm(); }\n"
         + call
         + "    if ((threadIdx.x & 31) == 0) stamps[probe_w][1] = probe_now();\n"
@@ -314,31 +313,39 @@ def main() -> None:  # noqa: PLR0915
     rng = cp.random.default_rng(int.from_bytes(os.urandom(4), "little"))
     inputs = suite._inputs_w4a16(head, rng)
     y = cp.empty((1, head["n"]), dtype=cp.uint16)
-    mod02 = cp.RawModule(
-        code=stamped_w4a16(), options=("--std=c++17", "-arch=sm_90"), backend="nvrtc"
-    )
-    fn02 = mod02.get_function("w4a16_b1")
-    args02 = w4.kernel_args(inputs, y, head)
-    blocks02, threads02, _ = w4.launch_of(w4.VARIANTS["installed"], head, sm_count)
     ref = suite._reference(suite._weights_w4a16)(inputs, head)["y"]
-    fn02((blocks02,), (threads02,), args02)
-    got = suite.bf16_bits_to_float64(y, cp)
-    rel = float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref))
-    us02 = timer.median_us(lambda: fn02((blocks02,), (threads02,), args02), SAMPLES)[0]
-    results["w4a16"] = {
-        "registers": fn02.num_regs,
-        "rel_err": rel,
-        "us": us02,
-        "pct_read_floor": 100 * plain["w4a16 headline"]["floor_us"] / us02,
-        "timeline": timeline(
-            cp,
-            mod02,
-            blocks02 * threads02 // 32,
-            lambda: fn02((blocks02,), (threads02,), args02),
-            timer,
-        ),
-    }
-    print(f"02 stamped: {fn02.num_regs} registers, rel_err {rel:.2e}, {us02:.2f} us", flush=True)
+    args02 = w4.kernel_args(inputs, y, head)
+    # the installed file, and PROBE_W4_ALSO (a path to another 02 file, e.g. an earlier one) if set
+    files = {"w4a16": w4.Variant(whole=True)}
+    if os.environ.get("PROBE_W4_ALSO"):
+        files["w4a16 also"] = w4.Variant(path=os.environ["PROBE_W4_ALSO"], whole=True)
+    for key, variant in files.items():
+        mod02 = cp.RawModule(
+            code=stamped_w4a16(w4.source_of(variant)),
+            options=("--std=c++17", "-arch=sm_90"),
+            backend="nvrtc",
+        )
+        fn02 = mod02.get_function("w4a16_b1")
+        blocks02, threads02, _ = w4.launch_of(variant, head, sm_count)
+        y.fill(0xFFFF)
+        fn02((blocks02,), (threads02,), args02)
+        got = suite.bf16_bits_to_float64(y, cp)
+        rel = float(cp.linalg.norm(got - ref) / cp.linalg.norm(ref))
+
+        def run02(fn: Any = fn02, blocks: int = blocks02, threads: int = threads02) -> None:
+            fn((blocks,), (threads,), args02)
+
+        us02 = timer.median_us(run02, SAMPLES)[0]
+        results[key] = {
+            "registers": fn02.num_regs,
+            "threads": threads02,
+            "rel_err": rel,
+            "us": us02,
+            "pct_read_floor": 100 * plain["w4a16 headline"]["floor_us"] / us02,
+            "timeline": timeline(cp, mod02, blocks02 * threads02 // 32, run02, timer),
+        }
+        print(f"{key} stamped: {fn02.num_regs} registers, {threads02} threads a block, "
+              f"rel_err {rel:.2e}, {us02:.2f} us", flush=True)
     for name in os.environ.get("PROBE_DEALING", "").split(";"):
         if not name:
             continue
@@ -416,7 +423,7 @@ def main() -> None:  # noqa: PLR0915
 
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "stream_probe.json").write_text(json.dumps(results, indent=1))
-    for name in ("w4a16", "split_kv"):
+    for name in [n for n in ("w4a16", "w4a16 also", "split_kv") if n in results]:
         tl = results[name]["timeline"]
         print(
             f"{name}: event {tl['event_us']:.2f} us, stamped span {tl['span_us']:.2f} us, "

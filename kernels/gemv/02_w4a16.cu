@@ -8,9 +8,14 @@
 // - Batch 1: four warps a 16-row tile, each over a contiguous quarter of K (a block is one tile: N /
 //   16 blocks of 128 threads), their sums added through shared memory at the end; the split is a
 //   pointer offset, and each warp runs the same loop over K / 4. 28 warps fit an SM (7 blocks), so
-//   the headline's 1792 blocks are 1.94 waves: a block that ends early hands its SM slots to one
-//   that has not started. With two warps a tile (one wave of 1792 two-warp blocks) the warps placed
-//   first on an SM ended ~5 us before the last ones, and their slots stayed empty meanwhile.
+//   at the headline the grid runs in about two waves: a block that ends early hands its SM slots to
+//   one that has not started. With two warps a tile (one wave of 1792 two-warp blocks) the warps
+//   placed first on an SM ended ~5 us before the last ones, and their slots stayed empty meanwhile.
+//   Larger blocks first: when the tiles exceed one wave, the launcher makes the first `doubles`
+//   blocks (2 an SM) own two tiles each, two warps a tile over half of K, and the kernel reads
+//   doubles = N / 16 - gridDim.x. The block scheduler starts blocks in index order, so the first
+//   wave holds the long blocks and the short four-way ones fill the slots that empty last (guided
+//   self-scheduling, with the hardware's queue as the scheduler).
 //   Batch 4 and 16: one warp a tile over all of K, two tiles a block (N / 32 blocks of 64 threads).
 // - Batch 1, the fp16 route, the zero point folded out of the loop: a nibble OR-ed into the low
 //   mantissa bits of fp16 1024.0 (0x6400) is 1024 + q exactly, and one at bits 4-7 is 1024 + 16q.
@@ -59,7 +64,8 @@
 //
 // Size constraints: K a multiple of 1024 (at batch 1 four slices of whole stages of 256 values: 4
 // lanes x 2 pieces x 32 values a row; the groups of 128 follow), N a multiple of 32 (16 at batch
-// 1), batch 1..16, every tensor 16-byte aligned, |x| <= 65504 at batch 1.
+// 1), batch 1..16, every tensor 16-byte aligned, |x| <= 65504 at batch 1; at batch 1 a grid of
+// N / 16 - d blocks with 0 <= d <= N / 32.
 
 constexpr int WARPS = 2;      // warps a block at batch 4 and 16, one tile each
 constexpr int KSPLIT_B1 = 4;  // warps a block at batch 1, all on one 16-row tile, each a slice of K
@@ -194,8 +200,8 @@ __device__ __forceinline__ unsigned short to_bf16(float v) {
     return h;
 }
 
-// grid = N / 16 (batch 1) or N / 32 blocks of 64 threads. wq: N x K/8 words, tiled as above;
-// scales: N x K/128 bf16.
+// grid = N / 16 - doubles blocks of 128 threads (batch 1) or N / 32 blocks of 64 threads. wq: N x K/8
+// words, tiled as above; scales: N x K/128 bf16.
 template <int BATCH>
 __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
                                            const unsigned* __restrict__ wq,
@@ -214,12 +220,18 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
 
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;  // owner of a ring
-    const int slice = KSPLIT == 1 ? 0 : warp;  // which slice of K this warp sums
-    const int tile = blockIdx.x * TILES + (KSPLIT == 1 ? warp : 0);
+    // Batch 1: the grid is N / 16 - doubles blocks, the first `doubles` of them two tiles each, two
+    // warps a tile; every other block one tile, KSPLIT warps (see the header)
+    const int doubles = KSPLIT > 1 ? n / 16 - static_cast<int>(gridDim.x) : 0;
+    const bool dbl = KSPLIT > 1 && static_cast<int>(blockIdx.x) < doubles;
+    const int ks = KSPLIT == 1 ? 1 : dbl ? 2 : KSPLIT;  // warps on this warp's tile
+    const int slice = KSPLIT == 1 ? 0 : warp % ks;  // which slice of K this warp sums
+    const int tile = KSPLIT == 1 ? blockIdx.x * TILES + warp
+                     : dbl ? 2 * blockIdx.x + warp / 2 : doubles + blockIdx.x;
     const int g = lane >> 2;
     const int t = lane & 3;
     const int row = tile * 16 + g;
-    const int kv = k / VALUES_PER_PIECE / KSPLIT;  // 16-byte pieces of a row in this warp's part
+    const int kv = k / VALUES_PER_PIECE / ks;  // 16-byte pieces of a row in this warp's part
     const int groups = k / GROUP;
     constexpr int STEP = 4 * PIECES;
 
@@ -230,9 +242,9 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
     const uint4* wtile = reinterpret_cast<const uint4*>(wq) +
                          static_cast<size_t>(slice) * (kv / STEP) * stage_stride +
                          static_cast<size_t>(tile) * 128 + lane;
-    const unsigned short* sa = scales + static_cast<size_t>(row) * groups + slice * (groups / KSPLIT);
+    const unsigned short* sa = scales + static_cast<size_t>(row) * groups + slice * (groups / ks);
     const unsigned short* sb = sa + static_cast<size_t>(8) * groups;
-    const uint4* xslice = reinterpret_cast<const uint4*>(x) + slice * (k / KSPLIT / 8);
+    const uint4* xslice = reinterpret_cast<const uint4*>(x) + slice * (k / ks / 8);
     // x in 16-byte vectors of 8 bf16: the 32 values of a piece are 4 of them
     const uint4* xr[NT];
     bool has_x[NT];
@@ -380,22 +392,22 @@ __device__ __forceinline__ void gemv_w4a16(const unsigned short* __restrict__ x,
     }
     wait_copies<0>();
 
-    // at batch 1 the parts meet: the ring is free now, so warps 1..KSPLIT-1 leave their sums in it
-    // and warp 0 adds them (e = 0 and 2: column 2t of rows g and g + 8, where t = 0 holds column 0)
+    // at batch 1 the slices meet: the ring is free now, so each tile's warps of slice > 0 leave their
+    // sums in it and its slice-0 warp adds them (e = 0 and 2: column 2t of rows g and g + 8, where
+    // t = 0 holds column 0)
     float red_part[NT][4] = {};
     if constexpr (KSPLIT > 1) {
         __syncthreads();
         float* red = reinterpret_cast<float*>(&ring[0][0][0][0][0]);
-        if (slice > 0) {
+        if (slice > 0) {  // warp w's sums in region w - 1
 #pragma unroll
-            for (int e = 0; e < 4; e += 2) red[((slice - 1) * 4 + e) * 32 + lane] = acc[0][e];
+            for (int e = 0; e < 4; e += 2) red[((warp - 1) * 4 + e) * 32 + lane] = acc[0][e];
         }
         __syncthreads();
         if (slice > 0) return;
+        for (int w = warp + 1; w < warp + ks; ++w)
 #pragma unroll
-        for (int h = 1; h < KSPLIT; ++h)
-#pragma unroll
-            for (int e = 0; e < 4; e += 2) red_part[0][e] += red[((h - 1) * 4 + e) * 32 + lane];
+            for (int e = 0; e < 4; e += 2) red_part[0][e] += red[((w - 1) * 4 + e) * 32 + lane];
     }
 
 #pragma unroll

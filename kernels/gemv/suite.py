@@ -60,12 +60,23 @@ class Format(NamedTuple):
     k_multiple: int
     rows_at_batch_1: int = ROWS_PER_BLOCK  # 16: the warps of a block share one tile, K split
     threads_at_batch_1: int = THREADS
+    # Batch 1, where the tiles exceed one wave of `wave_blocks_per_sm` blocks an SM: this many
+    # blocks an SM lead the grid owning two tiles each (see `batch_1_blocks`); 0: none
+    doubles_per_sm: int = 0
+    wave_blocks_per_sm: int = 0
 
 
 FORMATS: dict[str, Format] = {
     "01_bf16": Format(("w",), 64),
     # at batch 1 each of the 4 warps of a 16-row tile sums a quarter of K in whole 256-value stages
-    "02_w4a16": Format(("wq", "scales"), 1024, rows_at_batch_1=16, threads_at_batch_1=128),
+    "02_w4a16": Format(
+        ("wq", "scales"),
+        1024,
+        rows_at_batch_1=16,
+        threads_at_batch_1=128,
+        doubles_per_sm=2,  # 1, 1.5, 2, 2.5 and 3 an SM all beat none at the headline; 2 the most
+        wave_blocks_per_sm=7,  # 28 warps an SM at 72 registers (02's __launch_bounds__)
+    ),
     "03_fp8_e4m3": Format(("w8", "scale"), 128),
 }
 
@@ -80,8 +91,21 @@ def threads_per_block(stem: str, batch: int) -> int:
     return FORMATS[stem].threads_at_batch_1 if batch == 1 else THREADS
 
 
-def plan(version: Version, shape: Shape) -> tuple[str, int, int]:
-    """(entry point, blocks, threads a block) of `version` at `shape`, or ValueError."""
+def batch_1_doubles(fmt: Format, tiles: int, sm_count: int) -> int:
+    """Blocks of two tiles that lead a batch-1 grid of `tiles` 16-row tiles.
+
+    Larger blocks first: the block scheduler starts blocks in index order, so the first wave gets
+    the long blocks and the short ones fill the slots that empty last. Only the tiles beyond the
+    first wave are paired: a grid of one wave or less keeps every block to one tile, since pairing
+    there only leaves slots empty.
+    """
+    beyond = max(0, tiles - fmt.wave_blocks_per_sm * sm_count)
+    return min(fmt.doubles_per_sm * sm_count, beyond, tiles // 2)
+
+
+def plan(version: Version, shape: Shape, sm_count: int) -> tuple[str, int, int]:
+    """(entry point, blocks, threads a block) of `version` at `shape` on a GPU of `sm_count` SMs,
+    or ValueError."""
     if version.stem not in FORMATS:
         raise KeyError(f"gemv: no format for {version.stem}; add one to FORMATS")
     fmt = FORMATS[version.stem]
@@ -96,7 +120,10 @@ def plan(version: Version, shape: Shape) -> tuple[str, int, int]:
         problems.append(f"n={n} is not a multiple of {rows}")
     if problems:
         raise ValueError(f"{version.id}: " + "; ".join(problems))
-    return f"{version.name}_b{batch}", n // rows, threads_per_block(version.stem, batch)
+    blocks = n // rows
+    if batch == 1:
+        blocks -= batch_1_doubles(fmt, blocks, sm_count)
+    return f"{version.name}_b{batch}", blocks, threads_per_block(version.stem, batch)
 
 
 _functions: dict[tuple[int, str], tuple[Any, Any]] = {}
@@ -110,8 +137,16 @@ def _kernel(module: Any, entry: str) -> Any:
     return _functions[key][1]
 
 
+def _sms() -> int:
+    import cupy
+
+    from curriculum.bench import kit
+
+    return kit.device_limits(cupy.cuda.Device().id)[0]
+
+
 def _launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
-    entry, blocks, threads = plan(version, shape)
+    entry, blocks, threads = plan(version, shape, _sms())
     weights = [arrays[name] for name in FORMATS[version.stem].weights]
     args = (arrays["x"], *weights, arrays["y"], np.int32(shape["k"]), np.int32(shape["n"]))
     _kernel(module, entry)((blocks,), (threads,), args)

@@ -22,6 +22,7 @@ from curriculum.bench.suites import LoadedSuite, load_suite, plan_cases
 GEMV = Path(__file__).resolve().parents[2] / "kernels" / "gemv"
 EXPECTED = {"01_bf16": "gemv_bf16", "02_w4a16": "gemv_w4a16", "03_fp8_e4m3": "gemv_fp8"}
 HEADLINE = {"batch": 1, "k": 8192, "n": 28672}
+H200_SMS = 132
 
 
 @pytest.fixture(scope="module")
@@ -59,29 +60,60 @@ def test_every_shape_has_a_valid_launch(loaded: LoadedSuite, suite: ModuleType, 
     entries = set(KERNEL_ENTRY.findall(version.source))
     assert entries == {f"{version.name}_b{b}" for b in suite.BATCHES}
     for shape in loaded.claims[stem].shapes:
-        entry, blocks, threads = suite.plan(version, shape)
+        entry, blocks, threads = suite.plan(version, shape, H200_SMS)
         assert entry in entries
         assert threads == suite.threads_per_block(stem, shape["batch"])
-        assert blocks * suite.rows_per_block(stem, shape["batch"]) == shape["n"]
+        tiles = shape["n"] // suite.rows_per_block(stem, shape["batch"])
+        assert tiles - tiles // 2 <= blocks <= tiles
         assert shape["k"] % suite.FORMATS[stem].k_multiple == 0
 
 
 def test_launch_refuses_shapes_that_do_not_fit(loaded: LoadedSuite, suite: ModuleType) -> None:
     w4 = version_named(loaded, "02_w4a16")
     with pytest.raises(ValueError, match="k=4608 is not a multiple of 1024"):
-        suite.plan(w4, {"batch": 1, "k": 4608, "n": 28672})
-    # 02 splits K between the four warps of a 16-row tile at batch 1 only
-    assert suite.plan(w4, {"batch": 1, "k": 8192, "n": 28672})[1:] == (1792, 128)
-    assert suite.plan(w4, {"batch": 4, "k": 8192, "n": 28672})[1:] == (896, 64)
-    assert suite.plan(version_named(loaded, "03_fp8_e4m3"), {"batch": 1, "k": 8192, "n": 28672})[
-        1:
-    ] == (896, 64)
+        suite.plan(w4, {"batch": 1, "k": 4608, "n": 28672}, H200_SMS)
+    # 02 splits K between the four warps of a 16-row tile at batch 1 only; past one wave (7 blocks
+    # an SM) two blocks an SM lead the grid with two tiles each
+    assert suite.plan(w4, {"batch": 1, "k": 8192, "n": 28672}, H200_SMS)[1:] == (1792 - 264, 128)
+    assert suite.plan(w4, {"batch": 1, "k": 4096, "n": 14336}, H200_SMS)[1:] == (896, 128)
+    assert suite.plan(w4, {"batch": 1, "k": 4096, "n": 16000}, H200_SMS)[1] == 7 * H200_SMS
+    assert suite.plan(w4, {"batch": 1, "k": 8192, "n": 28672}, 8)[1] == 1792 - 16
+    assert suite.plan(w4, {"batch": 1, "k": 8192, "n": 1024}, 1)[1] == 64 - 2
+    assert suite.plan(w4, {"batch": 4, "k": 8192, "n": 28672}, H200_SMS)[1:] == (896, 64)
+    fp8 = version_named(loaded, "03_fp8_e4m3")
+    assert suite.plan(fp8, {"batch": 1, "k": 8192, "n": 28672}, H200_SMS)[1:] == (896, 64)
     with pytest.raises(ValueError, match="n=28688 is not a multiple of 32"):
-        suite.plan(w4, {"batch": 16, "k": 8192, "n": 28688})
+        suite.plan(w4, {"batch": 16, "k": 8192, "n": 28688}, H200_SMS)
     with pytest.raises(ValueError, match="batch=3"):
-        suite.plan(w4, {"batch": 3, "k": 8192, "n": 28672})
+        suite.plan(w4, {"batch": 3, "k": 8192, "n": 28672}, H200_SMS)
     with pytest.raises(ValueError, match="n=100"):
-        suite.plan(version_named(loaded, "01_bf16"), {"batch": 1, "k": 8192, "n": 100})
+        suite.plan(version_named(loaded, "01_bf16"), {"batch": 1, "k": 8192, "n": 100}, H200_SMS)
+
+
+@pytest.mark.parametrize(
+    ("n", "sms"), [(28672, 132), (14336, 132), (16000, 132), (1024, 1), (2048, 3)]
+)
+def test_w4a16_batch_1_grid_covers_every_tile_once(
+    loaded: LoadedSuite, suite: ModuleType, n: int, sms: int
+) -> None:
+    """02's batch-1 rule, as its source states it, on the launcher's grid: the first
+    N / 16 - grid blocks own tiles 2b and 2b + 1 (warps 0-1 and 2-3, K in halves), every later
+    block b one tile, doubles + b (warps 0-3, K in quarters); warp w of a slice > 0 leaves its sums
+    in region w - 1 for its tile's slice-0 warp."""
+    w4 = version_named(loaded, "02_w4a16")
+    _, grid, threads = suite.plan(w4, {"batch": 1, "k": 8192, "n": n}, sms)
+    assert "n / 16 - static_cast<int>(gridDim.x)" in w4.source
+    doubles = n // 16 - grid
+    slices: dict[int, list[int]] = {}
+    for b in range(grid):
+        for warp in range(threads // 32):
+            ks = 2 if b < doubles else 4
+            tile = 2 * b + warp // 2 if b < doubles else doubles + b
+            slices.setdefault(tile, []).append(warp % ks)
+    assert sorted(slices) == list(range(n // 16))
+    assert all(
+        sorted(got) == list(range(len(got))) and len(got) in (2, 4) for got in slices.values()
+    )
 
 
 def test_work_model_at_headline(loaded: LoadedSuite) -> None:
