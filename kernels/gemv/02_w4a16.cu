@@ -5,17 +5,18 @@
 // group of 128 values along K: w = (q - 8) * s (the scales add 1/64 of the packed bytes). The mma
 // layout and the cp.async ring are 01's; what changes is the step between shared memory and the mma,
 // and how the work is dealt out:
-// - Batch 1: four warps a 16-row tile, each over a contiguous quarter of K (a block is one tile: N /
-//   16 blocks of 128 threads), their sums added through shared memory at the end; the split is a
-//   pointer offset, and each warp runs the same loop over K / 4. 28 warps fit an SM (7 blocks), so
-//   at the headline the grid runs in about two waves: a block that ends early hands its SM slots to
-//   one that has not started. With two warps a tile (one wave of 1792 two-warp blocks) the warps
-//   placed first on an SM ended ~5 us before the last ones, and their slots stayed empty meanwhile.
+// - Batch 1: four warps a 16-row tile, each over a contiguous quarter of K (a block is one tile, 128
+//   threads), their sums added through shared memory at the end; the split is a pointer offset, and
+//   each warp runs the same loop over K / 4. 28 warps fit an SM (7 blocks), so the headline's grid
+//   runs in more than one wave: a block that ends early hands its SM slots to one that has not
+//   started. With two warps a tile (one wave of 1792 two-warp blocks) the warps placed first on an
+//   SM ended ~5 us before the last ones, and their slots stayed empty meanwhile.
 //   Larger blocks first: when the tiles exceed one wave, the launcher makes the first `doubles`
 //   blocks (2 an SM) own two tiles each, two warps a tile over half of K, and the kernel reads
-//   doubles = N / 16 - gridDim.x. The block scheduler starts blocks in index order, so the first
-//   wave holds the long blocks and the short four-way ones fill the slots that empty last (guided
-//   self-scheduling, with the hardware's queue as the scheduler).
+//   doubles = N / 16 - gridDim.x (1528 blocks at the headline, 1.65 waves). The block scheduler was
+//   seen to start blocks in index order (CUDA does not promise it; any order is correct), so the
+//   first wave holds the long blocks and the short four-way ones fill the slots that empty last
+//   (guided self-scheduling, with the hardware's queue as the scheduler).
 //   Batch 4 and 16: one warp a tile over all of K, two tiles a block (N / 32 blocks of 64 threads).
 // - Batch 1, the fp16 route, the zero point folded out of the loop: a nibble OR-ed into the low
 //   mantissa bits of fp16 1024.0 (0x6400) is 1024 + q exactly, and one at bits 4-7 is 1024 + 16q.
