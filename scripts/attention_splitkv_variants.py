@@ -931,15 +931,26 @@ VARIANTS: dict[str, Variant] = {
     "balanced ranges on the suite plan": (BALANCED_EDITS, 2, None),
     "balanced ranges 33 splits": (BALANCED_EDITS, 2, {32768: (33, 0), 4096: (33, 0)}),
     "cluster of 16": ([], 1, {1024: (16, 0), 4096: (16, 0), 32768: (16, 0)}),
+    "cluster of 14": (
+        [("constexpr int CLUSTER = 16;", "constexpr int CLUSTER = 14;")], 1,
+        {1024: (14, 0), 4096: (14, 0), 32768: (14, 0)},
+    ),
+    "cluster of 12": (
+        [("constexpr int CLUSTER = 16;", "constexpr int CLUSTER = 12;")], 1,
+        {1024: (12, 0), 4096: (12, 0), 32768: (12, 0)},
+    ),
 }
 # The fourteenth round's third call: whole scratch files instead of rewrites of 04. "cluster of 16"
 # (scratch/04_cluster.cu): one CTA of 16 warps an SM, 16 splits a (b, hk) group, each group one
 # thread-block cluster of 16 CTAs (a non-portable size) whose CTA states meet in distributed
 # shared memory behind the hardware cluster barrier: no partial states in device memory and no
 # ticket, the round trips the eleventh round found to be the merge's cost.
-WHOLE_FILES: dict[str, str] = {"cluster of 16": "scratch/04_cluster.cu"}
-THREADS_OF: dict[str, int] = {"cluster of 16": 512}
-NON_PORTABLE_CLUSTERS = {"cluster of 16"}
+# "cluster of 14" and "of 12": the same file with fewer splits a group, in case a GPC cannot hold 16
+# of these one-an-SM CTAs (the time of "cluster of 16" suggests not all eight clusters fit at once).
+CLUSTER_FILE = "scratch/04_cluster.cu"
+WHOLE_FILES: dict[str, str] = {n: CLUSTER_FILE for n in ("cluster of 16", "cluster of 14", "cluster of 12")}
+THREADS_OF: dict[str, int] = dict.fromkeys(WHOLE_FILES, 512)
+NON_PORTABLE_CLUSTERS = set(WHOLE_FILES)
 CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
 
 
@@ -963,13 +974,15 @@ def allow_non_portable_cluster(fn: object) -> None:
 # Dynamic shared memory a variant's launch passes (and raises the function's limit to).
 DYNAMIC_SMEM: dict[str, int] = {
     "cluster of 16": (32 * 4 * 128 + 4 * 128) * 4,
+    "cluster of 14": (32 * 4 * 128 + 4 * 128) * 4,
+    "cluster of 12": (32 * 4 * 128 + 4 * 128) * 4,
     "ring 12x8KB dynamic": 12 * 8192,
     "ring 12x8KB dyn interleaved": 12 * 8192,
     "lane ring 2 slots": 2 * 8 * 2 * 4 * 32 * 16,
     "lane ring 3 slots": 3 * 8 * 2 * 4 * 32 * 16,
 }
 # The variants this round times when VARIANTS is not set (the earlier rounds' stay selectable).
-DEFAULT_VARIANTS = ("base", "cluster of 16", "base (second build)")
+DEFAULT_VARIANTS = ("base", "cluster of 16", "cluster of 14", "cluster of 12", "base (second build)")
 
 
 def rewrite(source: str, edits: list[tuple[str, str]]) -> str:
@@ -993,7 +1006,8 @@ def plan_splits(t: int, groups: int, sm_count: int, per_sm: int) -> tuple[int, i
 def sources() -> dict[str, str]:
     base = SOURCE_PATH.read_text()
     return {
-        name: Path(WHOLE_FILES[name]).read_text() if name in WHOLE_FILES else rewrite(base, edits)
+        name: rewrite(Path(WHOLE_FILES[name]).read_text(), edits) if name in WHOLE_FILES
+        else rewrite(base, edits)
         for name, (edits, _, _) in VARIANTS.items()
     }
 
