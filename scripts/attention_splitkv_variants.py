@@ -823,6 +823,20 @@ def lane_ring_edits(slots: int) -> list[tuple[str, str]]:
 # is a whole number of chunks and the skew is at least a chunk (32K on the suite's plan).
 SCRATCH_SMS = 132  # the H200's SM count; a scratch build, so the launch keeps its arguments
 
+# Ranges counted in 8-token chunks need not be whole CTA steps: a warp whose first chunk lies past
+# the range's end skips the loads and the loop, and the CTA merge weighs its empty state at zero.
+ACTIVE_GUARD_EDITS = [
+    (
+        "    load_rows(kr, kh, t, half);\n    load_rows(vr, vh, t, half);\n",
+        "    const bool active = t < t_end;  // a short last step leaves some warps without tokens\n"
+        "    if (active) {\n"
+        "        load_rows(kr, kh, t, half);\n"
+        "        load_rows(vr, vh, t, half);\n"
+        "    }\n",
+    ),
+    ("    while (true) {\n        float s[UNROLL * G];", "    if (active) while (true) {\n        float s[UNROLL * G];"),
+]
+
 
 def skew_edits(skew: int, control: bool = False) -> list[tuple[str, str]]:
     """`control`: the same code with the skew zero at run time (the compiler cannot fold it), to
@@ -847,16 +861,7 @@ def skew_edits(skew: int, control: bool = False) -> list[tuple[str, str]]:
             "        }\n"
             "    }\n",
         ),
-        (
-            "    load_rows(kr, kh, t, half);\n    load_rows(vr, vh, t, half);\n",
-            "    const bool active = t < t_end;  // a short last step leaves some warps without tokens\n"
-            "    if (active) {\n"
-            "        load_rows(kr, kh, t, half);\n"
-            "        load_rows(vr, vh, t, half);\n"
-            "    }\n",
-        ),
-        ("    while (true) {\n        float s[UNROLL * G];", "    if (active) while (true) {\n        float s[UNROLL * G];"),
-    ]
+    ] + ACTIVE_GUARD_EDITS
 
 
 # The same round, second call. Balanced ranges in 8-token chunks, split s taking chunks
@@ -874,15 +879,7 @@ BALANCED_EDITS = [
         "    const int t_begin = split * chunks / splits * WARP_TOKENS;\n"
         "    const int t_end = (split + 1) * chunks / splits * WARP_TOKENS;\n",
     ),
-    (
-        "    load_rows(kr, kh, t, half);\n    load_rows(vr, vh, t, half);\n",
-        "    const bool active = t < t_end;  // a short last step leaves some warps without tokens\n"
-        "    if (active) {\n"
-        "        load_rows(kr, kh, t, half);\n"
-        "        load_rows(vr, vh, t, half);\n"
-        "    }\n",
-    ),
-    ("    while (true) {\n        float s[UNROLL * G];", "    if (active) while (true) {\n        float s[UNROLL * G];"),
+    *ACTIVE_GUARD_EDITS,
     ("constexpr int MERGE_CHUNK = 32;", "constexpr int MERGE_CHUNK = 40;"),
 ]
 

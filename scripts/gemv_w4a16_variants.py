@@ -90,7 +90,6 @@ class Variant(NamedTuple):
     x_once: int = 0  # batch 1 as CTA_PER_SM: x converted once a CTA
     late_grab: int = 0  # batch 1 as CTA_PER_SM: the draw's broadcast after the arithmetic
     skew: int = -1  # B1_SKEW rewritten to this (stages the first-placed blocks take over half)
-    stages: int = 0  # STAGES (the ring depth, all batches) rewritten to this
     pad: int = 0  # bytes of dynamic shared memory a batch-1 block reserves and never touches
     throttle_ns: int = 0  # batch 1: each stage, a block sleeps this x (1 - its place in the grid)
     # `path`'s `constexpr int NAME = ...;` lines rewritten to these values (the eleventh pass's
@@ -107,7 +106,7 @@ VARIANTS: dict[str, Variant] = {
     "parts across blocks, skew 2": Variant(skew=2),
     "parts across blocks, skew 3": Variant(skew=3),
     "parts across blocks, skew 4": Variant(skew=4),
-    "offsets once, 3-deep ring": Variant(stages=3, whole=True),
+    "offsets once, 3-deep ring": Variant(path=TENTH, consts=(("STAGES", 3),), whole=True),
     "offsets once, padded to the 3-deep footprint": Variant(pad=5120),
     "offsets once, first blocks throttled 150 ns": Variant(throttle_ns=150),
     "offsets once, first blocks throttled 300 ns": Variant(throttle_ns=300),
@@ -638,8 +637,6 @@ def source_of(v: Variant) -> str:
         return src
     if v.path:
         return (ROOT / v.path).read_text()
-    if v.stages:
-        return _sub(tenth_source(), "constexpr int STAGES = 2;", f"constexpr int STAGES = {v.stages};")
     if v.throttle_ns:
         src = _sub(tenth_source(), THROTTLE_AT, THROTTLE_AT + THROTTLE)
         return _sub(
