@@ -61,7 +61,7 @@ class Format(NamedTuple):
     rows_at_batch_1: int = ROWS_PER_BLOCK  # 16: the warps of a block share one tile, K split
     threads_at_batch_1: int = THREADS
     # Batch 1, where the tiles exceed one wave of `wave_blocks_per_sm` blocks an SM: this many
-    # blocks an SM lead the grid owning two tiles each (see `batch_1_blocks`); 0: none
+    # blocks an SM lead the grid owning two tiles each (see `batch_1_doubles`); 0: none
     doubles_per_sm: int = 0
     wave_blocks_per_sm: int = 0
 
@@ -94,8 +94,9 @@ def threads_per_block(stem: str, batch: int) -> int:
 def batch_1_doubles(fmt: Format, tiles: int, sm_count: int) -> int:
     """Blocks of two tiles that lead a batch-1 grid of `tiles` 16-row tiles.
 
-    Larger blocks first: the block scheduler starts blocks in index order, so the first wave gets
-    the long blocks and the short ones fill the slots that empty last. Only the tiles beyond the
+    Larger blocks first: the block scheduler was seen to start blocks in index order (CUDA does not
+    promise it; any order is correct), so the first wave gets the long blocks and the short ones fill
+    the slots that empty last. Only the tiles beyond the
     first wave are paired: a grid of one wave or less keeps every block to one tile, since pairing
     there only leaves slots empty.
     """
