@@ -5,19 +5,21 @@
 // logical page i to a physical page. Here the pool is [num_pages, Hkv, 16, D] (each page holds 16
 // tokens of every KV head, one head's 16 rows contiguous: 4 KB), the table is [B, T / 16] int32,
 // and the pages are handed out in a random order. The kernel is 04's with one change: a warp's 8
-// tokens of an iteration lie in one page (8 divides 16), so the row address is
+// tokens of a step lie in one page (8 divides 16), so the row address is
 // pool + ((page * Hkv + hk) * 16 + t % 16) * D with page = table[b][t / 16]. So that this lookup
 // is not a dependent global load in front of every K load, each CTA first copies its split's
 // table entries (at most 4096 / 16 = 256 ints) into shared memory; q is read while that copy is
-// in flight. The merge of the splits by the last CTA of each group is 04's, with its own counters.
+// in flight. The loop on the tensor cores and the merge of the splits by the last CTA of each
+// group are 04's, with their own counters.
 //
 // Expected bound (estimate), headline B = 1, 32 query / 8 KV heads, D = 128, T = 32768 on an
 // H200: the same 134 MB (the 8 KB table is left out of the work model: 0.006%), 31.3 us at the
 // ~4.29 TB/s copy ceiling measured on this card. A page run is 4 KB of one head, as contiguous as
 // 04's rows at the granularity DRAM and the L2 care about (32-byte sectors, 128-byte lines), so
 // the shuffled order should cost only the table copy (one more dependent load before the first K
-// and V loads, ~1 us) and one shared load a warp iteration: expect 04's time plus about a
-// microsecond at every context. The loop's lazy rescale and the CTA merge's weights are 04's.
+// and V loads, ~1 us) and one shared load a warp-step: expect 04's time plus about a microsecond
+// at every context (with 04's earlier fp32 loop, 05 measured half a microsecond more at 1K and 4K
+// and a little over one at 32K).
 //
 // Size constraints: as 04 (D = 128, G = 4, T and tokens_per_split multiples of 64, splits <= 256,
 // B * Hkv <= 4096, launches not overlapping), plus T a multiple of the 16-token page (implied),
@@ -25,35 +27,30 @@
 // indices of the pool; values finite.
 
 constexpr int D = 128;
-constexpr int G = 4;                                   // query heads per KV head
+constexpr int G = 4;                  // query heads per KV head
 constexpr int WARPS = 8;
 constexpr int THREADS = WARPS * 32;
-constexpr int LANES_PER_TOKEN = D / 8;                 // one 16-byte chunk a lane
-constexpr int TOKENS_PER_LOAD = 32 / LANES_PER_TOKEN;  // rows one warp-wide load covers
-constexpr int UNROLL = 4;                              // K (and V) loads in flight a lane
-constexpr int WARP_TOKENS = TOKENS_PER_LOAD * UNROLL;  // tokens a warp takes per iteration
-constexpr int CTA_TOKENS = WARPS * WARP_TOKENS;        // T and tokens_per_split multiples of this
-constexpr int STATES = WARPS * TOKENS_PER_LOAD;        // independent softmax states per CTA
-constexpr int MAX_SPLITS = 256;                        // the launcher keeps splits <= this
-constexpr int MAX_GROUPS = 4096;                       // the launcher keeps B * Hkv <= this
-constexpr int MERGE_CHUNK = 32;                        // splits whose accumulators load at once
-constexpr int PAGE = 16;                               // tokens per page
-constexpr int MAX_SPLIT_TOKENS = 4096;                 // the launcher keeps tokens_per_split <= this
+constexpr int WARP_TOKENS = 8;        // tokens a warp takes a step: one n8 tile of scores
+constexpr int CTA_TOKENS = WARPS * WARP_TOKENS;
+constexpr int CHUNKS = 4;             // 16-byte loads a lane per row: chunks t, t + 4, t + 8, t + 12
+constexpr int TILES = 8;              // m16 tiles of dimensions in the P V product
+constexpr int STATES = WARPS;         // one softmax state per warp and head
+constexpr int MAX_SPLITS = 256;
+constexpr int MAX_GROUPS = 4096;
+constexpr int MERGE_CHUNK = 32;
+constexpr float RESCALE_SLACK = 8.0f;
+constexpr int PAGE = 16;                // tokens per page
+constexpr int MAX_SPLIT_TOKENS = 4096;  // the launcher keeps tokens_per_split <= this
 constexpr int MAX_SPLIT_PAGES = MAX_SPLIT_TOKENS / PAGE;
-constexpr float RESCALE_SLACK = 8.0f;  // log2 units a score may exceed m before m moves
 
-static_assert(D == 128 && LANES_PER_TOKEN == 16,
-              "a half-warp holds one 256-byte row; the xor shuffles 8, 4, 2, 1 stay inside it");
+static_assert(D == 128 && CHUNKS * 4 * 8 == D, "4 lanes x 4 chunks of 8 dims cover a row");
 static_assert(G * D == 2 * THREADS, "the last CTA's merge gives each thread two adjacent outputs");
 static_assert(2 * WARPS == 4 * G, "two warps a query head compute the merge weights");
-static_assert(STATES == 16 && STATES * G == 64,
-              "the CTA merge: a head's 16 states are 16 adjacent lanes of warps 0 and 1");
+static_assert(STATES * G == 32, "the CTA merge weights: one warp, 8 states a head");
 static_assert(CTA_TOKENS == 64, "the launcher checks T % 64 == 0 and tokens_per_split % 64 == 0");
 static_assert(MAX_SPLITS % 32 == 0, "each lane of a weight warp holds MAX_SPLITS / 32 (m, l) pairs");
-static_assert(PAGE % WARP_TOKENS == 0, "a warp's 8 tokens of one iteration never straddle two pages");
+static_assert(PAGE % WARP_TOKENS == 0, "a warp's 8 tokens of one step never straddle two pages");
 static_assert(CTA_TOKENS % PAGE == 0, "a split starts on a page boundary");
-static_assert((STATES * G * (D + 2) + G * MAX_SPLITS + MAX_SPLIT_PAGES) * 4 <= 40 * 1024,
-              "the shared scratch stays under the 48 KB static limit");
 
 // One ticket counter per (b, hk) group; zero at module load and put back to zero by the last CTA.
 __device__ unsigned int paged_tickets[MAX_GROUPS] = {};
@@ -68,28 +65,6 @@ __device__ __forceinline__ unsigned short to_bf16(float x) {
     unsigned short r;
     asm("cvt.rn.bf16.f32 %0, %1;\n" : "=h"(r) : "f"(x));
     return r;
-}
-
-// 8 bf16 values (one 16-byte chunk, first value in the low half of .x) widened to fp32.
-__device__ __forceinline__ void widen(const uint4& w, float (&f)[8]) {
-    const unsigned words[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        f[2 * i] = __uint_as_float(words[i] << 16);
-        f[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
-    }
-}
-
-// The lane's chunks of the UNROLL rows a half-warp takes in the warp iteration starting at token t;
-// the 8 tokens lie in one page, `page`, of the pool.
-__device__ __forceinline__ void load_rows(uint4 (&r)[UNROLL], const unsigned short* pool, int page,
-                                          int kv_heads, int hk, int t, int c, int half) {
-    const size_t base = ((static_cast<size_t>(page) * kv_heads + hk) * PAGE + t % PAGE) * D + c * 8;
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-        const size_t row = base + (u * TOKENS_PER_LOAD + half) * D;
-        r[u] = __ldg(reinterpret_cast<const uint4*>(pool + row));
-    }
 }
 
 // Adds one to a ticket counter with acquire-release semantics at GPU scope; returns the old value.
@@ -181,8 +156,52 @@ __device__ __noinline__ void merge_splits(const float* __restrict__ part_m,
     reinterpret_cast<unsigned*>(out + static_cast<size_t>(q_row + h) * D)[d2] = packed;
 }
 
+
+// Where `token` lies in the pool: row token % PAGE of head hk in page `page` (`pool` already
+// offset to the lane's first chunk).
+__device__ __forceinline__ const unsigned short* page_row(const unsigned short* pool, int page,
+                                                          int kv_heads, int hk, int token) {
+    return pool + ((static_cast<size_t>(page) * kv_heads + hk) * PAGE + token % PAGE) * D;
+}
+
+__device__ __forceinline__ void load_chunks(uint4 (&r)[CHUNKS], const unsigned short* row) {
+#pragma unroll
+    for (int i = 0; i < CHUNKS; ++i) r[i] = __ldg(reinterpret_cast<const uint4*>(row + 32 * i));
+}
+
+// m16n8k16, bf16 in, fp32 accumulate; rows 8-15 of A are zero.
+__device__ __forceinline__ void mma_k16(float (&c)[4], unsigned a0, unsigned a2, unsigned b0,
+                                        unsigned b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(0u), "r"(a2), "r"(0u), "r"(b0), "r"(b1));
+}
+
+// m16n8k8, bf16 in, fp32 accumulate.
+__device__ __forceinline__ void mma_k8(float (&c)[4], unsigned a0, unsigned a1, unsigned b0) {
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a0), "r"(a1), "r"(b0));
+}
+
+__device__ __forceinline__ unsigned transpose8x8(unsigned a) {
+    unsigned d;
+    asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(d) : "r"(a));
+    return d;
+}
+
+__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
+    unsigned r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
 // Grid (splits, Hkv, B). Partial state p = (b * Hq + query head) * splits + split.
 // k_pool, v_pool: [num_pages, Hkv, PAGE, D]; table: [B, T / PAGE] physical page indices.
+// Accumulator tile i = 2r + s of lane (g, t) holds out^T rows (dims) 32 r + 8 (g / 2) + 4 s + g % 2
+// (c0, c1) and the same + 2 (c2, c3), columns (heads) 2t and 2t + 1: lanes t < 2 hold the result.
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
 paged(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k_pool,
       const unsigned short* __restrict__ v_pool, const int* __restrict__ table,
@@ -198,149 +217,119 @@ paged(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k
     __shared__ int pages[MAX_SPLIT_PAGES];
 
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const int half = lane / LANES_PER_TOKEN, c = lane % LANES_PER_TOKEN;
+    const int g = lane >> 2, tq = lane & 3;
     const int split = blockIdx.x, splits = gridDim.x;
     const int hk = blockIdx.y, kv_heads = gridDim.y, b = blockIdx.z;
     const int group = b * kv_heads + hk;
-    const int q_row = group * G;  // b * Hq + the first of the G query heads of this KV head
+    const int q_row = group * G;
     const int t_begin = split * tokens_per_split;
     const int t_end = min(T, t_begin + tokens_per_split);
+    const unsigned short* kh = k_pool + tq * 8;
+    const unsigned short* vh = v_pool + tq * 8;
     const int first_page = t_begin / PAGE;
     const int* seq_table = table + static_cast<size_t>(b) * (T / PAGE);
     for (int i = threadIdx.x; i < (t_end - t_begin) / PAGE; i += THREADS) {
         pages[i] = seq_table[first_page + i];
     }
 
-    // q is read while the table copy is in flight.
-    float qf[G][8];
+    // q is read while the table copy is in flight: the A operand, row g = head g (lanes g < G),
+    // the dims in the order of K's chunks
+    unsigned qa[2 * CHUNKS][2];
 #pragma unroll
-    for (int h = 0; h < G; ++h) {
-        widen(*reinterpret_cast<const uint4*>(q + (q_row + h) * D + c * 8), qf[h]);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) qf[h][j] *= scale_log2;
+    for (int r = 0; r < CHUNKS; ++r) {
+        uint4 w = make_uint4(0u, 0u, 0u, 0u);
+        if (g < G) w = *reinterpret_cast<const uint4*>(q + (q_row + g) * D + 32 * r + tq * 8);
+        qa[2 * r][0] = w.x;
+        qa[2 * r][1] = w.y;
+        qa[2 * r + 1][0] = w.z;
+        qa[2 * r + 1][1] = w.w;
     }
+
     __syncthreads();
 
-    // The range is a non-empty multiple of CTA_TOKENS, so every warp has at least one iteration.
+    // The range is a non-empty multiple of CTA_TOKENS, so every warp has at least one step.
     int t = t_begin + warp * WARP_TOKENS;
-    uint4 kr[UNROLL], vr[UNROLL];
+    uint4 kr[CHUNKS], vr[CHUNKS];
     int page = pages[t / PAGE - first_page];
-    load_rows(kr, k_pool, page, kv_heads, hk, t, c, half);
-    load_rows(vr, v_pool, page, kv_heads, hk, t, c, half);
+    load_chunks(kr, page_row(kh, page, kv_heads, hk, t + g));
+    load_chunks(vr, page_row(vh, page, kv_heads, hk, t + g));
 
-    // Softmax state: a lane tracks m and l of one head, own_head = c % 4 (the same in every lane
-    // of its half that shares c % 4); the accumulators cover all G heads for the lane's chunk.
-    float m = __int_as_float(0xff800000u), l = 0.0f, acc[G][8];
+    float m = __int_as_float(0xff800000u), l = 0.0f, acc[TILES][4];
 #pragma unroll
-    for (int h = 0; h < G; ++h) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) acc[h][j] = 0.0f;
-    }
-    const int half_base = half * LANES_PER_TOKEN;  // lane 0 of this half-warp
+    for (int i = 0; i < TILES; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
 
     while (true) {
-        float s[UNROLL * G];  // partial dot products over this lane's 8 dims, index u * G + h
+        // two accumulators, so the 8 mma form two chains of 4
+        float sa[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sb[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            float kf[8];
-            widen(kr[u], kf);
-#pragma unroll
-            for (int h = 0; h < G; ++h) {
-                float dot = 0.0f;
-#pragma unroll
-                for (int j = 0; j < 8; ++j) dot = fmaf(qf[h][j], kf[j], dot);
-                s[u * G + h] = dot;
-            }
+        for (int r = 0; r < CHUNKS; ++r) {
+            mma_k16(sa, qa[2 * r][0], qa[2 * r][1], kr[r].x, kr[r].y);
+            mma_k16(sb, qa[2 * r + 1][0], qa[2 * r + 1][1], kr[r].z, kr[r].w);
         }
-        // kr is free: the next iteration's K loads fly during this one's softmax and P V.
+        // kr is free: the next step's K loads fly during this one's softmax and P V
         const int t_next = t + CTA_TOKENS;
         const bool more = t_next < t_end;
         if (more) {
             page = pages[t_next / PAGE - first_page];
-            load_rows(kr, k_pool, page, kv_heads, hk, t_next, c, half);
+            load_chunks(kr, page_row(kh, page, kv_heads, hk, t_next + g));
         }
 
-        // Transposing reduction over the half-warp: at each xor step a lane keeps half of its
-        // values and sends the other half, so 16 sums take 8 + 4 + 2 + 1 = 15 shuffles, not 64.
-        // Lane c ends with the whole score of token u = c / 4 for head c % 4.
-        float r8[8], r4[4], r2[2];
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            const bool hi = c & 8;
-            r8[i] = (hi ? s[i + 8] : s[i]) + __shfl_xor_sync(0xffffffffu, hi ? s[i] : s[i + 8], 8);
-        }
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const bool hi = c & 4;
-            r4[i] = (hi ? r8[i + 4] : r8[i]) + __shfl_xor_sync(0xffffffffu, hi ? r8[i] : r8[i + 4], 4);
-        }
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const bool hi = c & 2;
-            r2[i] = (hi ? r4[i + 2] : r4[i]) + __shfl_xor_sync(0xffffffffu, hi ? r4[i] : r4[i + 2], 2);
-        }
-        const bool odd = c & 1;
-        const float score = (odd ? r2[1] : r2[0]) + __shfl_xor_sync(0xffffffffu, odd ? r2[0] : r2[1], 1);
-
-        // Online softmax of head c % 4 over its 4 new tokens (lanes c, c ^ 4, c ^ 8, c ^ 12). The
-        // reference m need not be the running maximum, only close to it: it moves (and l and acc
-        // are rescaled) when a new score in the warp would exceed it by more than RESCALE_SLACK,
-        // so p stays at most 2^8 and, once m has settled, most iterations skip the 32 multiplies
-        // and 4 shuffles of the rescale. The vote keeps the branch uniform across the warp.
-        float mx = fmaxf(score, __shfl_xor_sync(0xffffffffu, score, 4));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
-        if (__any_sync(0xffffffffu, mx > m + RESCALE_SLACK)) {  // always on the first iteration
+        // lanes g < G: head g, tokens 2t and 2t + 1 (the other lanes hold zeros: rows 4-15 of A)
+        const float s0 = (sa[0] + sb[0]) * scale_log2, s1 = (sa[1] + sb[1]) * scale_log2;
+        float mx = fmaxf(s0, s1);
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        // m need not be the running maximum, only close to it: it moves (and l and acc are
+        // rescaled) when a score of a real head would exceed it by more than RESCALE_SLACK
+        if (__any_sync(0xffffffffu, g < G && mx > m + RESCALE_SLACK)) {
             const float m_new = fmaxf(m, mx);
-            const float alpha = fast_exp2(m - m_new);  // 0 on the first iteration (m = -inf)
+            const float alpha = fast_exp2(m - m_new);
             l *= alpha;
             m = m_new;
+            const float a_lo = __shfl_sync(0xffffffffu, alpha, 8 * tq);      // head 2t
+            const float a_hi = __shfl_sync(0xffffffffu, alpha, 8 * tq + 4);  // head 2t + 1
 #pragma unroll
-            for (int h = 0; h < G; ++h) {
-                const float a = __shfl_sync(0xffffffffu, alpha, half_base + h);
-#pragma unroll
-                for (int j = 0; j < 8; ++j) acc[h][j] *= a;
+            for (int i = 0; i < TILES; ++i) {
+                acc[i][0] *= a_lo;
+                acc[i][1] *= a_hi;
+                acc[i][2] *= a_lo;
+                acc[i][3] *= a_hi;
             }
         }
-        const float p = fast_exp2(score - m);
-        float psum = p + __shfl_xor_sync(0xffffffffu, p, 4);
-        psum += __shfl_xor_sync(0xffffffffu, psum, 8);
+        const float p0 = fast_exp2(s0 - m), p1 = fast_exp2(s1 - m);
+        float psum = p0 + p1;
+        psum += __shfl_xor_sync(0xffffffffu, psum, 1);
+        psum += __shfl_xor_sync(0xffffffffu, psum, 2);
         l += psum;
+        const unsigned pb = pack_bf16x2(p0, p1);  // P^T: k = tokens 2t, 2t + 1; n = head g
 
-        // P V: every lane needs all 16 probabilities of its half.
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            float vf[8];
-            widen(vr[u], vf);
-#pragma unroll
-            for (int h = 0; h < G; ++h) {
-                const float pu = __shfl_sync(0xffffffffu, p, half_base + u * G + h);
-#pragma unroll
-                for (int j = 0; j < 8; ++j) acc[h][j] = fmaf(pu, vf[j], acc[h][j]);
-            }
+        for (int r = 0; r < CHUNKS; ++r) {
+            mma_k8(acc[2 * r], transpose8x8(vr[r].x), transpose8x8(vr[r].y), pb);
+            mma_k8(acc[2 * r + 1], transpose8x8(vr[r].z), transpose8x8(vr[r].w), pb);
         }
         if (!more) break;
-        load_rows(vr, v_pool, page, kv_heads, hk, t_next, c, half);
+        load_chunks(vr, page_row(vh, page, kv_heads, hk, t_next + g));
         t = t_next;
     }
 
-    // Merge the CTA's 16 half-warp states; keep the result unnormalised for the split merge.
-    const int state = warp * TOKENS_PER_LOAD + half;
-    if (c < G) {  // lane c holds head c's state (c % 4 == c)
-        red_m[state][c] = m;
-        red_l[state][c] = l;
+    // The warp's state (one a head) to shared memory, then the CTA merge of 8 states a head.
+    if (g < G && tq == 0) {
+        red_m[warp][g] = m;
+        red_l[warp][g] = l;
     }
+    if (tq < 2) {
 #pragma unroll
-    for (int h = 0; h < G; ++h) {
-        float4* dst = reinterpret_cast<float4*>(&red_acc[state][h][c * 8]);
-        dst[0] = make_float4(acc[h][0], acc[h][1], acc[h][2], acc[h][3]);
-        dst[1] = make_float4(acc[h][4], acc[h][5], acc[h][6], acc[h][7]);
+        for (int i = 0; i < TILES; ++i) {
+            const int dim = 32 * (i / 2) + 8 * (g / 2) + 4 * (i % 2) + g % 2;
+            red_acc[warp][2 * tq][dim] = acc[i][0];
+            red_acc[warp][2 * tq + 1][dim] = acc[i][1];
+            red_acc[warp][2 * tq][dim + 2] = acc[i][2];
+            red_acc[warp][2 * tq + 1][dim + 2] = acc[i][3];
+        }
     }
     __syncthreads();
-    // The 64 weights w = 2^(m_st - M_h), M_h the largest m of head h over the 16 states, are
-    // computed once, by threads 0-63 (one (state, head) pair each; a head's 16 states are 16
-    // adjacent lanes, so the max and the sum L_h = sum w l are xor shuffles inside them), rather
-    // than by every thread for every output it merges: 64 exp2 a CTA instead of 8192.
-    if (threadIdx.x < STATES * G) {
+    if (threadIdx.x < STATES * G) {  // warp 0: lane = 8 h + state
         const int st = threadIdx.x % STATES, h = threadIdx.x / STATES;
         const float ms = red_m[st][h];
         float big = ms;
@@ -359,7 +348,7 @@ paged(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k
         }
     }
     __syncthreads();
-    {  // thread (h, d2) merges dimensions 2 d2 and 2 d2 + 1 of head h: 16 weighted float2 sums
+    {
         const int h = threadIdx.x / (D / 2), d2 = threadIdx.x % (D / 2);
         float2 val = make_float2(0.0f, 0.0f);
 #pragma unroll
@@ -377,9 +366,6 @@ paged(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k
         reinterpret_cast<float2*>(part_acc + p * D)[d2] = val;
     }
 
-    // Publish the partials and take a ticket in one step: after the barrier, thread 0's
-    // acquire-release add orders every thread's partial stores before the ticket (and, in the CTA
-    // that draws the last ticket, every other CTA's stores before the reads below).
     __syncthreads();
     if (threadIdx.x == 0) ticket = take_ticket(&paged_tickets[group]);
     __syncthreads();

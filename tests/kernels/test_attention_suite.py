@@ -277,9 +277,91 @@ def test_lazy_rescale_gives_the_same_attention(suite: ModuleType, loaded: Loaded
     k[40:400] *= np.linspace(0.2, 1.0, 360)[:, None]  # slowly rising scores: several moves
     s2 = (q @ k.T) * (math.log2(math.e) / math.sqrt(d))
     dense = suite.softmax_attention64(q, k, v)
-    # 16 states of a CTA, each taking 4 tokens a turn, merged as 04-05 merge them.
-    states = [_lazy_state(s2[:, i::16], v[i::16], 4, 8.0) for i in range(16)]
+    # 8 states of a CTA, one a warp, each taking its warp's 8 tokens of every 64 a turn, merged as
+    # 04-05 merge them.
+    warp_of = (np.arange(t) // 8) % 8
+    states = [_lazy_state(s2[:, warp_of == w], v[warp_of == w], 8, 8.0) for w in range(8)]
     np.testing.assert_allclose(_merge(states), dense, rtol=1e-11, atol=1e-13)
+
+
+# --- the tensor-core step of 04-05, lane by lane in NumPy ---------------------------------
+
+# Where lane (g, t) keeps accumulator tile i's c0 (and, + 2, its c2): the kernels' state store.
+OUT_DIM = "32 * (i / 2) + 8 * (g / 2) + 4 * (i % 2) + g % 2"
+
+
+def _lanes() -> list[tuple[int, int]]:
+    return [(lane >> 2, lane & 3) for lane in range(32)]
+
+
+def _words(row: np.ndarray, t: int) -> list[np.ndarray]:
+    """Lane t's 16 words (value pairs) of one 128-value row: chunks t, t + 4, t + 8, t + 12."""
+    return [
+        row[8 * (4 * r + t) + 2 * w : 8 * (4 * r + t) + 2 * w + 2]
+        for r in range(4)
+        for w in range(4)
+    ]
+
+
+def test_tensor_core_step_computes_scores_and_pv(loaded: LoadedSuite) -> None:
+    """One warp-step of 8 tokens as the PTX fragment layouts of mma.m16n8k16, mma.m16n8k8 and
+    movmatrix.trans place the values: the scores come out as q K^T and the accumulators, read back
+    by the state store's dim formula, as P V."""
+    for stem in ("04_split_kv", "05_paged"):
+        assert OUT_DIM in version_named(loaded, stem).source
+    rng = np.random.default_rng(17)
+    q, k, v = (
+        rng.standard_normal((4, 128)),
+        rng.standard_normal((8, 128)),
+        rng.standard_normal((8, 128)),
+    )
+    lanes = _lanes()
+    kw = {(g, t): _words(k[g], t) for g, t in lanes}  # word 4 r + w of chunk r, lane (g, t)
+    qw = {(g, t): _words(q[g], t) if g < 4 else [np.zeros(2)] * 16 for g, t in lanes}
+    # q K^T: step (r, s) takes words 2s (k 2t, 2t + 1) and 2s + 1 (k 2t + 8, 2t + 9) of chunk r
+    scores = np.zeros((16, 8))
+    for r in range(4):
+        for s_ in range(2):
+            a, b = np.zeros((16, 16)), np.zeros((16, 8))
+            for g, t in lanes:
+                lo, hi = 4 * r + 2 * s_, 4 * r + 2 * s_ + 1
+                a[g, 2 * t : 2 * t + 2], a[g, 2 * t + 8 : 2 * t + 10] = qw[g, t][lo], qw[g, t][hi]
+                b[2 * t : 2 * t + 2, g], b[2 * t + 8 : 2 * t + 10, g] = kw[g, t][lo], kw[g, t][hi]
+            scores += a @ b
+    c = {(g, t): scores[g, 2 * t : 2 * t + 2] for g, t in lanes}  # c0, c1 of lane (g, t)
+    np.testing.assert_allclose(scores[:4], q @ k.T, rtol=1e-12, atol=1e-12)
+    assert not scores[4:].any()
+    # P V on m16n8k8: B is P^T straight from the score fragment; A is V^T from movmatrix.trans
+    p = np.exp(rng.standard_normal((4, 8)))
+    pb = {(g, t): p[g, 2 * t : 2 * t + 2] if g < 4 else np.zeros(2) for g, t in lanes}
+    for g, t in lanes:  # the score lane (g, t) holds is the P its B fragment needs: no shuffle
+        if g < 4:
+            np.testing.assert_allclose(c[g, t], (q @ k.T)[g, 2 * t : 2 * t + 2], rtol=1e-12)
+    vw = {(g, t): _words(v[g], t) for g, t in lanes}
+
+    def transposed(word: int) -> dict[tuple[int, int], np.ndarray]:
+        m = np.zeros((8, 8))
+        for g, t in lanes:
+            m[g, 2 * t : 2 * t + 2] = vw[g, t][word]
+        return {(g, t): m.T[g, 2 * t : 2 * t + 2] for g, t in lanes}
+
+    b = np.zeros((8, 8))
+    for g, t in lanes:
+        b[2 * t : 2 * t + 2, g] = pb[g, t]
+    out = np.zeros((4, 128))
+    for i in range(8):
+        r, s_ = i // 2, i % 2
+        lo, hi = transposed(4 * r + 2 * s_), transposed(4 * r + 2 * s_ + 1)
+        a = np.zeros((16, 8))
+        for g, t in lanes:
+            a[g, 2 * t : 2 * t + 2], a[g + 8, 2 * t : 2 * t + 2] = lo[g, t], hi[g, t]
+        tile = a @ b  # out^T rows (dims) x columns (heads)
+        for g, t in lanes:
+            if t < 2:
+                dim = 32 * (i // 2) + 8 * (g // 2) + 4 * (i % 2) + g % 2
+                out[2 * t : 2 * t + 2, dim] = tile[g, 2 * t : 2 * t + 2]
+                out[2 * t : 2 * t + 2, dim + 2] = tile[g + 8, 2 * t : 2 * t + 2]
+    np.testing.assert_allclose(out, p @ v, rtol=1e-12, atol=1e-12)
 
 
 # --- the paged layout and the references, in NumPy ---------------------------------------
