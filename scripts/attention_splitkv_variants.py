@@ -1440,6 +1440,47 @@ MMA_Q_SMEM_EDITS = [
     ),
 ]
 
+# The tensor-core loop with each chunk of the next step's V loaded as soon as this step's
+# transposes have read that chunk (rather than all four after the last mma), and with the scores
+# in four mma chains of two instead of two of four.
+MMA_V_AS_USED_EDITS = [
+    (
+        "#pragma unroll\n        for (int r = 0; r < CHUNKS; ++r) {\n"
+        "            mma_k8(acc[2 * r], transpose8x8(vr[r].x), transpose8x8(vr[r].y), pb);\n"
+        "            mma_k8(acc[2 * r + 1], transpose8x8(vr[r].z), transpose8x8(vr[r].w), pb);\n"
+        "        }\n"
+        "        if (!more) break;\n"
+        "        load_chunks(vr, vh + static_cast<size_t>(t_next + g) * D);\n",
+        "        const uint4* v_next = reinterpret_cast<const uint4*>(vh + static_cast<size_t>(t_next + g) * D);\n"
+        "#pragma unroll\n        for (int r = 0; r < CHUNKS; ++r) {\n"
+        "            const unsigned v0 = transpose8x8(vr[r].x), v1 = transpose8x8(vr[r].y);\n"
+        "            const unsigned v2 = transpose8x8(vr[r].z), v3 = transpose8x8(vr[r].w);\n"
+        "            if (more) vr[r] = __ldg(v_next + 4 * r);  // chunk r is free: its next load goes out\n"
+        "            mma_k8(acc[2 * r], v0, v1, pb);\n"
+        "            mma_k8(acc[2 * r + 1], v2, v3, pb);\n"
+        "        }\n"
+        "        if (!more) break;\n",
+    ),
+]
+MMA_FOUR_CHAINS_EDITS = [
+    (
+        "        float sa[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sb[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
+        "#pragma unroll\n        for (int r = 0; r < CHUNKS; ++r) {\n"
+        "            mma_k16(sa, qa[2 * r][0], qa[2 * r][1], kr[r].x, kr[r].y);\n"
+        "            mma_k16(sb, qa[2 * r + 1][0], qa[2 * r + 1][1], kr[r].z, kr[r].w);\n"
+        "        }\n",
+        "        float sa[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sb[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
+        "        float sc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sd[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n"
+        "#pragma unroll\n        for (int r = 0; r < CHUNKS; r += 2) {\n"
+        "            mma_k16(sa, qa[2 * r][0], qa[2 * r][1], kr[r].x, kr[r].y);\n"
+        "            mma_k16(sb, qa[2 * r + 1][0], qa[2 * r + 1][1], kr[r].z, kr[r].w);\n"
+        "            mma_k16(sc, qa[2 * r + 2][0], qa[2 * r + 2][1], kr[r + 1].x, kr[r + 1].y);\n"
+        "            mma_k16(sd, qa[2 * r + 3][0], qa[2 * r + 3][1], kr[r + 1].z, kr[r + 1].w);\n"
+        "        }\n"
+        "#pragma unroll\n        for (int e = 0; e < 2; ++e) sa[e] += sc[e], sb[e] += sd[e];\n",
+    ),
+]
+
 # name -> (edits, CTAs an SM the plan aims at, fixed plan {T: (splits, tokens_per_split)} or None)
 Variant = tuple[list[tuple[str, str]], int, dict[int, tuple[int, int]] | None]
 VARIANTS: dict[str, Variant] = {
@@ -1485,6 +1526,9 @@ VARIANTS: dict[str, Variant] = {
     "balanced ranges 33 splits": (BALANCED_EDITS, 2, {32768: (33, 0), 4096: (33, 0)}),
     "cluster of 16": ([], 1, {1024: (16, 0), 4096: (16, 0), 32768: (16, 0)}),
     "mma loop, V a step ahead": (MMA_V_AHEAD_EDITS, 2, None),
+    "mma loop, V as used": (MMA_V_AS_USED_EDITS, 2, None),
+    "mma loop, four score chains": (MMA_FOUR_CHAINS_EDITS, 2, None),
+    "mma loop, V as used, four chains": (MMA_V_AS_USED_EDITS + MMA_FOUR_CHAINS_EDITS, 2, None),
     "mma loop, q in shared memory": (MMA_Q_SMEM_EDITS, 2, None),
     "mma loop, q in shared memory, V a step ahead": (MMA_Q_SMEM_EDITS + MMA_V_AHEAD_EDITS, 2, None),
     "cluster of 14": (
@@ -1573,8 +1617,9 @@ DYNAMIC_SMEM: dict[str, int] = {
 # The variants this round times when VARIANTS is not set (the earlier rounds' stay selectable).
 DEFAULT_VARIANTS = (
     "base",
-    "mma loop, q in shared memory",
-    "mma loop, V a step ahead",
+    "mma loop, V as used",
+    "mma loop, four score chains",
+    "mma loop, V as used, four chains",
     "base (second build)",
 )
 
