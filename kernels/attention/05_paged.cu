@@ -46,7 +46,7 @@ constexpr int MAX_SPLIT_PAGES = MAX_SPLIT_TOKENS / PAGE;
 static_assert(D == 128 && CHUNKS * 4 * 8 == D, "4 lanes x 4 chunks of 8 dims cover a row");
 static_assert(G * D == 2 * THREADS, "the last CTA's merge gives each thread two adjacent outputs");
 static_assert(2 * WARPS == 4 * G, "two warps a query head compute the merge weights");
-static_assert(STATES * G == 32, "the CTA merge weights: one warp, 8 states a head");
+static_assert(STATES == WARPS, "the CTA merge takes one state a warp (a head each)");
 static_assert(CTA_TOKENS == 64, "the launcher checks T % 64 == 0 and tokens_per_split % 64 == 0");
 static_assert(MAX_SPLITS % 32 == 0, "each lane of a weight warp holds MAX_SPLITS / 32 (m, l) pairs");
 static_assert(PAGE % WARP_TOKENS == 0, "a warp's 8 tokens of one step never straddle two pages");
@@ -210,8 +210,6 @@ paged(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k
     __shared__ float red_m[STATES][G];
     __shared__ float red_l[STATES][G];
     __shared__ __align__(16) float red_acc[STATES][G][D];
-    __shared__ float red_w[STATES][G];
-    __shared__ float cta_m[G], cta_l[G];
     __shared__ float weight[G][MAX_SPLITS];
     __shared__ unsigned int ticket;
     __shared__ int pages[MAX_SPLIT_PAGES];
@@ -313,7 +311,9 @@ paged(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k
         t = t_next;
     }
 
-    // The warp's state (one a head) to shared memory, then the CTA merge of 8 states a head.
+    // Merge the CTA's 8 warp states (one a head); keep the result unnormalised for the split
+    // merge. Lanes g < G hold head g's m and l; lanes t < 2 the accumulators, dims permuted as
+    // the tiles hold them (see above the kernel).
     if (g < G && tq == 0) {
         red_m[warp][g] = m;
         red_l[warp][g] = l;
@@ -329,43 +329,35 @@ paged(const unsigned short* __restrict__ q, const unsigned short* __restrict__ k
         }
     }
     __syncthreads();
-    if (threadIdx.x < STATES * G) {  // warp 0: lane = 8 h + state
-        const int st = threadIdx.x % STATES, h = threadIdx.x / STATES;
-        const float ms = red_m[st][h];
-        float big = ms;
-#pragma unroll
-        for (int off = STATES / 2; off > 0; off >>= 1) {
-            big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, off));
-        }
-        const float w = fast_exp2(ms - big);
-        float sum = w * red_l[st][h];
-#pragma unroll
-        for (int off = STATES / 2; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-        red_w[st][h] = w;
-        if (st == 0) {
-            cta_m[h] = big;
-            cta_l[h] = sum;
-        }
-    }
-    __syncthreads();
-    {
+    {  // thread (h, d2): head h's 8 weights 2^(m_st - M_h), then dims 2 d2 and 2 d2 + 1
         const int h = threadIdx.x / (D / 2), d2 = threadIdx.x % (D / 2);
+        float ms[STATES], big = __int_as_float(0xff800000u);
+#pragma unroll
+        for (int st = 0; st < STATES; ++st) {
+            ms[st] = red_m[st][h];
+            big = fmaxf(big, ms[st]);
+        }
+        float sum = 0.0f;
         float2 val = make_float2(0.0f, 0.0f);
 #pragma unroll
         for (int st = 0; st < STATES; ++st) {
-            const float w = red_w[st][h];
+            const float w = fast_exp2(ms[st] - big);
+            sum = fmaf(w, red_l[st][h], sum);
             const float2 a = *reinterpret_cast<const float2*>(&red_acc[st][h][2 * d2]);
             val.x = fmaf(w, a.x, val.x);
             val.y = fmaf(w, a.y, val.y);
         }
         const size_t p = static_cast<size_t>(q_row + h) * splits + split;
         if (d2 == 0) {
-            part_m[p] = cta_m[h];
-            part_l[p] = cta_l[h];
+            part_m[p] = big;
+            part_l[p] = sum;
         }
         reinterpret_cast<float2*>(part_acc + p * D)[d2] = val;
     }
 
+    // Publish the partials and take a ticket in one step: after the barrier, thread 0's
+    // acquire-release add orders every thread's partial stores before the ticket (and, in the CTA
+    // that draws the last ticket, every other CTA's stores before the reads below).
     __syncthreads();
     if (threadIdx.x == 0) ticket = take_ticket(&paged_tickets[group]);
     __syncthreads();
