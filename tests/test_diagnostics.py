@@ -128,6 +128,12 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "math.invalid": (replace(f"{CAP}/bandwidth.md", "$2n$", "$x^$"),
                      f"{CAP}/bandwidth.md:13:1: error[math.invalid]: cannot render math 'x^': "
                      "MissingSuperScriptOrSubscriptError"),
+    "estimate.syntax": (replace(f"{CAP}/bandwidth.md", "so it moves $2n$ bytes.", "so it moves {est:2 GiB} bytes."),
+                        f"{CAP}/bandwidth.md:13:49: error[estimate.syntax]: '{{est:2 GiB}}' has no '|' between the value and its arithmetic; write it as {{est:2.1 ms | 32 layers × 64 µs}}"),
+    "spec.syntax": (replace(f"{CAP}/bandwidth.md", "{spec:4 TB/s | the card's datasheet}", "{spec:4 TB/s | }"),
+                    f"{CAP}/bandwidth.md:35:14: error[spec.syntax]: '{{spec:4 TB/s | }}' has an empty source; write it as {{spec:4.8 TB/s | NVIDIA H200 datasheet}}"),
+    "prose.typed-number": (replace(f"{CAP}/bandwidth.md", "| 1 GiB | 2 GiB moved |", "| 1 GiB | 2 GiB moved in 0.5 ms |"),
+                           f"{CAP}/bandwidth.md:17:26: warning[prose.typed-number]: '0.5 ms' in prose is neither a measured figure, an estimate nor a spec-sheet constant; cite it as {{fig:…}}, or write {{est:value | arithmetic}} or {{spec:value | source}}"),
     "figure.unknown-field": (replace(f"{CAP}/copy-kernel.md", "01_copy.gbps", "01_copy.gbs"),
                              f"{CAP}/copy-kernel.md:11:1: error[figure.unknown-field]: cases have no field 'gbs'; did you mean 'gbps'?"),
     "figure.unknown-case": (replace(f"{CAP}/copy-kernel.md", "{fig:demo/01_copy.gbps}", "{fig:demo/01_cpy.gbps}"),

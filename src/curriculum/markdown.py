@@ -8,6 +8,9 @@ Syntax beyond CommonMark, each added as a markdown-it rule:
 - `[text](capsule:id)`, `question:id`, `experiment:id` links to content;
 - `{fig:topic/version.field}` / `{fig:topic/version.field@k=v,...}` /
   `{fig:ceiling/copy.tbps}`: a measured figure (see `measure`);
+- `{est:VALUE | ARITHMETIC}`: an estimate, shown as one, its arithmetic on hover
+  or focus; `{spec:VALUE | SOURCE}`: a published constant and where it is from.
+  Malformed markup becomes a `typed_error` token that `validate` reports;
 - a fenced block with info `chart`: a YAML chart spec (see `charts`);
 - HTML comments are dropped; `<!-- more -->` and `<!-- answer -->` are markers.
 
@@ -45,6 +48,11 @@ FIG_RE = re.compile(
     r"\{fig:(?P<case>[a-z0-9_-]+/[A-Za-z0-9_-]+)\.(?P<field>[a-z0-9_]+)"
     r"(?:@(?P<shape>[a-z0-9_]+=\d+(?:,[a-z0-9_]+=\d+)*))?(?:#(?P<gpu>[a-z0-9-]+))?\}"
 )
+TYPED_OPEN = re.compile(r"\{(est|spec):")
+TYPED_KINDS = {
+    "est": ("estimate.syntax", "arithmetic", "{est:2.1 ms | 32 layers × 64 µs}"),
+    "spec": ("spec.syntax", "source", "{spec:4.8 TB/s | NVIDIA H200 datasheet}"),
+}
 SCHEME_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
 _INVISIBLE = re.compile(r"[\x00-\x20\x7f]+")
 
@@ -120,6 +128,49 @@ def _figure_inline(state: StateInline, silent: bool) -> bool:
     return True
 
 
+def typed_markup(src: str, pos: int) -> tuple[int, dict[str, Any]] | None:
+    """`{est:VALUE | WHY}` or `{spec:VALUE | SOURCE}` at `pos`: (end, meta), or None when
+    no such markup starts there. Malformed markup gives meta with `code` and `message`
+    (and ends at its closing brace, or right after the opening `{est:` when none)."""
+    m = TYPED_OPEN.match(src, pos)
+    if not m:
+        return None
+    kind = m.group(1)
+    code, second, example = TYPED_KINDS[kind]
+    close = src.find("}", m.end())
+    nested = src.find("{", m.end())
+    if close < 0 or 0 <= nested < close:
+        why = ("is never closed with '}' (in a table cell, write its bar as '\\|')" if close < 0
+               else "holds a '{' (markup cannot nest)")
+        return m.end(), {"kind": kind, "code": code, "offset": pos,
+                         "message": f"'{{{kind}:' {why}; write it as {example}"}
+    inner = " ".join(src[m.end():close].replace("\\|", "|").split())  # `\|` in a table
+    value, bar, reason = (part.strip() for part in inner.partition("|"))
+    meta: dict[str, Any] = {"kind": kind, "offset": pos, "value": value, "why": reason}
+    problem = ("has no '|' between the value and its " + second if not bar else
+               "has an empty value" if not value else f"has an empty {second}" if not reason
+               else None)
+    if problem:
+        meta.update(code=code, message=f"'{src[pos:close + 1]}' {problem}; write it as {example}")
+    return close + 1, meta
+
+
+def _typed_inline(state: StateInline, silent: bool) -> bool:
+    if state.src[state.pos] != "{":
+        return False
+    found = typed_markup(state.src, state.pos)
+    if found is None:
+        return False
+    end, meta = found
+    meta["text"] = state.src[state.pos:end]
+    if not silent:
+        token = state.push("typed_error" if "code" in meta else "typed_number", "", 0)
+        token.meta = meta
+        token.content = state.src[state.pos:end]
+    state.pos = end
+    return True
+
+
 def _math_renderer(content: str, options: dict[str, Any]) -> str:
     return to_mathml(content, bool(options.get("display_mode")))
 
@@ -145,6 +196,7 @@ def parser() -> MarkdownIt:
                           {"alt": ["paragraph", "reference", "blockquote"]})
     md.inline.ruler.before("html_inline", "comment_inline", _comment_inline)
     md.inline.ruler.before("link", "figure_ref", _figure_inline)
+    md.inline.ruler.before("link", "typed_number", _typed_inline)
     return md
 
 
@@ -166,6 +218,7 @@ class Refs:
     code_langs: list[tuple[str, int]] = field(default_factory=list)
     math: list[tuple[str, bool, int]] = field(default_factory=list)
     markers: list[tuple[str, int]] = field(default_factory=list)  # comment text, line
+    typed: list[tuple[dict[str, Any], int]] = field(default_factory=list)  # est/spec, line
     words: int = 0
     code_lines: int = 0
 
@@ -210,6 +263,8 @@ def _collect_inline(tok: Token, line: int, refs: Refs) -> None:
             refs.images.append((src_attr, alt, line + _line_of(src, src_attr)))
         elif child.type == "figure_ref":
             refs.figures.append((child.meta, line + src.count("\n", 0, child.meta["offset"])))
+        elif child.type in ("typed_number", "typed_error"):
+            refs.typed.append((child.meta, line + src.count("\n", 0, child.meta["offset"])))
         elif child.type == "math_inline":
             refs.math.append((child.content, False, line + _line_of(src, child.content)))
 
@@ -340,6 +395,32 @@ def _render_figure_ref(self: Any, tokens: list[Token], idx: int, options: Any,
     return env["figure"](tokens[idx].meta)
 
 
+def render_typed(kind: str, value: str, why: str) -> str:
+    """An estimate or a spec-sheet constant: the value, marked, and what it rests on in a
+    note that shows on hover or focus (and that screen readers and print always read)."""
+    from html import escape
+
+    if kind == "est":
+        return (f'<span class="est" tabindex="0"><span class="est-mark">\u2248</span>'
+                f'<span class="est-value">{escape(value)}</span>'
+                f'<span class="est-why" role="tooltip"> (estimate: {escape(why)})</span></span>')
+    return (f'<span class="spec" tabindex="0"><span class="spec-value">{escape(value)}</span>'
+            f'<span class="spec-why" role="tooltip"> (spec: {escape(why)})</span></span>')
+
+
+def _render_typed(self: Any, tokens: list[Token], idx: int, options: Any,
+                  env: dict[str, Any]) -> str:
+    meta = tokens[idx].meta
+    return render_typed(meta["kind"], meta["value"], meta["why"])
+
+
+def _render_typed_error(self: Any, tokens: list[Token], idx: int, options: Any,
+                        env: dict[str, Any]) -> str:
+    from html import escape
+
+    return escape(tokens[idx].content)
+
+
 def _render_nothing(self: Any, tokens: list[Token], idx: int, options: Any, env: dict[str, Any]) -> str:
     return ""
 
@@ -354,6 +435,8 @@ def renderer_parser() -> MarkdownIt:
     md.add_render_rule("link_open", _render_link_open)
     md.add_render_rule("image", _render_image)
     md.add_render_rule("figure_ref", _render_figure_ref)
+    md.add_render_rule("typed_number", _render_typed)
+    md.add_render_rule("typed_error", _render_typed_error)
     md.add_render_rule("comment", _render_nothing)
     return md
 

@@ -26,6 +26,7 @@ from curriculum.catalog import (
     QuestionEntry,
 )
 from curriculum.errors import Diagnostics, Loc, did_you_mean
+from curriculum.lint import check_markup, lint_body, lint_yaml
 from curriculum.load import RawDoc
 from curriculum.markdown import (
     CONTENT_SCHEMES,
@@ -143,6 +144,8 @@ def _body(text: str, file: str, line: int) -> Body:
 
 def _check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnostics) -> None:
     refs = body.refs
+    check_markup(body, diags)
+    lint_body(body, diags)
     for href, line in refs.links:
         loc = Loc(body.file, body.line + line, 1)
         scheme = link_scheme(href)
@@ -294,6 +297,7 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
             if not doc.body.strip():
                 diags.error(Loc(doc.file, doc.body_line, 1), "capsule.empty",
                             "a ready capsule needs a body", "write it, or set status: draft")
+            lint_yaml(doc, diags)
             for b in (preview, rest):
                 if b is not None:
                     _check_body(b, root, ids, diags)
@@ -327,6 +331,7 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
             continue
         q_body = _body(head, doc.file, doc.body_line)
         a_body = _body(tail, doc.file, doc.body_line + at)
+        lint_yaml(doc, diags)
         for b in (q_body, a_body):
             _check_body(b, root, ids, diags)
         q_terms = _terms(meta.title, meta.summary, q_body.text)
@@ -345,6 +350,7 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
         head, tail, at = split_at_marker(doc.body, "more")
         preview = _body(head, doc.file, doc.body_line)
         rest = _body(tail, doc.file, doc.body_line + at) if tail is not None else None
+        lint_yaml(doc, diags)
         for b in (preview, rest):
             if b is not None:
                 _check_body(b, root, ids, diags)
@@ -353,6 +359,7 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
     # Paths.
     paths: dict[str, PathEntry] = {}
     for doc, meta in path_docs:
+        lint_yaml(doc, diags)
         for i, step in enumerate(meta.steps):
             kind, target = step.target
             if target not in ids[kind]:
@@ -367,6 +374,7 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
         if lad is None:
             continue
         ladder, ladder_loc = lad, doc.positions.loc(())
+        lint_yaml(doc, diags)
         _check_ladder(doc, lad, ids["capsule"], diags)
 
     if site is None or diags.errors:
