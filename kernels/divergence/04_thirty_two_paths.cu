@@ -1,0 +1,69 @@
+// 04 thirty-two paths a warp: every lane its own loop, one lane active at a time
+//
+// Idea against 01: the path is the lane index itself, so a warp runs all 32 loops in turn
+// with a single lane active in each: the worst case of divergence, a SIMT machine reduced
+// to scalar issue. Same work per thread as 01.
+//
+// Expected bound: FP32 FMA issue at 1 of 32 lanes. Estimate: 32 x 01's time, about
+// 4.5 ms, 1/32 of 01's TFLOP/s.
+// Resources (nvcc -arch=sm_90a, -Xptxas -v): 13 registers, no shared memory, no spills.
+//
+// Size constraints: block = 256 threads (BLOCK); any n (tail guarded); iters a multiple of
+// 8 (UNROLL), else nothing is written and the check fails. Grid = ceil(n / 256) blocks.
+
+constexpr int BLOCK = 256;
+constexpr int CHAINS = 4;   // independent FMA chains a thread
+constexpr int PATHS = 32;   // code paths in the kernel; threadIdx.x & 31 picks one a thread
+constexpr int UNROLL = 8;   // loop trips unrolled; iters must be a multiple of it
+static_assert(BLOCK % 32 == 0, "a block is a whole number of warps");
+
+// Path p: y <- y * a_p + b on every chain, iters times. a_p = 1 - (64 + p) / 65536 is exact
+// in fp32 (17 significant bits) and differs for every p, so a lane that ran another
+// path's loop ends with another value.
+template <int P>
+__device__ __forceinline__ void run_path(float (&y)[CHAINS], int iters) {
+    constexpr float a = 1.0f - (64.0f + P) / 65536.0f;
+    constexpr float b = 1.0f / 1024.0f;
+#pragma unroll UNROLL
+    for (int i = 0; i < iters; ++i) {
+#pragma unroll
+        for (int c = 0; c < CHAINS; ++c) {
+            y[c] = fmaf(y[c], a, b);
+        }
+    }
+}
+
+// if (path == 0) loop 0; else if (path == 1) loop 1; ...: 32 separate loops in the code.
+template <int P>
+__device__ __forceinline__ void dispatch(int path, float (&y)[CHAINS], int iters) {
+    if constexpr (P + 1 < PATHS) {
+        if (path == P) {
+            run_path<P>(y, iters);
+        } else {
+            dispatch<P + 1>(path, y, iters);
+        }
+    } else {
+        run_path<P>(y, iters);
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK)
+thirty_two_paths(const float* __restrict__ x, float* __restrict__ out, int n, int iters) {
+    const int i = blockIdx.x * BLOCK + threadIdx.x;
+    if (i >= n || iters % UNROLL != 0) {
+        return;
+    }
+    const int path = threadIdx.x & 31;
+    float y[CHAINS];
+#pragma unroll
+    for (int c = 0; c < CHAINS; ++c) {
+        y[c] = x[i] * (float)(1 << c);  // x, 2x, 4x, 8x: exact
+    }
+    dispatch<0>(path, y, iters);
+    float sum = 0.0f;
+#pragma unroll
+    for (int c = 0; c < CHAINS; ++c) {
+        sum += y[c];
+    }
+    out[i] = sum;
+}
