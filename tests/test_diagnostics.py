@@ -122,7 +122,7 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
                           replace(f"{CAP}/bandwidth.md", "## The kernel", "## The kernel\n\n![](fig.svg)")),
                      f"{CAP}/bandwidth.md:25:1: error[image.no-alt]: image 'fig.svg' has no alt text; write ![what the figure shows](path)"),
     "image.missing": (replace(f"{CAP}/bandwidth.md", "## The kernel", "## The kernel\n\n![A chart](nope.svg)"),
-                      f"{CAP}/bandwidth.md:25:1: error[image.missing]: image file 'nope.svg' does not exist"),
+                      f"{CAP}/bandwidth.md:25:12: error[image.missing]: image file 'nope.svg' does not exist"),
     "code.unknown-language": (replace(f"{CAP}/bandwidth.md", "```cuda", "```cudaa"),
                               f"{CAP}/bandwidth.md:27:1: error[code.unknown-language]: unknown code language 'cudaa'; did you mean 'cuda'?"),
     "math.invalid": (replace(f"{CAP}/bandwidth.md", "$2n$", "$x^$"),

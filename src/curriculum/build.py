@@ -74,11 +74,18 @@ def check_project(root: Path, templates: Path | None = None
 def static_files(templates: Path) -> dict[str, bytes]:
     from pygments.formatters import HtmlFormatter
 
+    from curriculum.assets import Refused, confine, read_asset
+
     files = {}
     static = templates / "static"
     for path in sorted(static.rglob("*")):
-        if path.is_file():
-            files["static/" + path.relative_to(static).as_posix()] = path.read_bytes()
+        if path.is_file() or path.is_symlink():
+            rel = path.relative_to(static).as_posix()
+            # The same rule as a page's images: a regular file inside the static folder.
+            found = confine(rel, static, static, 1 << 30)
+            if isinstance(found, Refused):
+                raise UsageError(f"templates/static/{rel}: {found.message}")
+            files["static/" + rel] = read_asset(found, 1 << 30)
     light = HtmlFormatter(style="default").get_style_defs(".highlight")
     dark = HtmlFormatter(style="monokai").get_style_defs(":root[data-theme=dark] .highlight")
     dark_auto = HtmlFormatter(style="monokai").get_style_defs(
@@ -469,11 +476,18 @@ def unit_facts(view: EditionView, root: Path, results_key: str,
         f[f"path:{p.id}"] = memo(p.meta)
     if cat.ladder is not None:
         f["ladder"] = memo(cat.ladder)
+    from curriculum.assets import Refused, confine, read_asset
+
+    limit = cat.site.max_asset_bytes
     for names in reads.values():
         for name in names:
             if name.startswith("file:") and name not in f:
-                source = root / name[5:]
-                f[name] = hashlib.sha1(source.read_bytes()).hexdigest() if source.is_file() else ""
+                found = confine(name[5:], root, root / "content", limit)
+                try:
+                    data = b"" if isinstance(found, Refused) else read_asset(found, limit)
+                except OSError:
+                    data = b""
+                f[name] = hashlib.sha1(data).hexdigest() if data else ""
     return f
 
 
@@ -587,7 +601,7 @@ def revalidate_capsule(base: Catalog, docs: list[RawDoc], doc: RawDoc, root: Pat
                         "a ready capsule needs a body", "write it, or set status: draft")
         for b in (preview, rest):
             if b is not None:
-                v._check_body(b, root, ids, diags)
+                v._check_body(b, root, ids, diags, base.site.max_asset_bytes)
         known = {c.id for r in m.results.values() for c in r.cases}
         for b in (preview, rest):
             for ref, line in b.refs.figures if b is not None else ():

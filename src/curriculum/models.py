@@ -63,6 +63,11 @@ class Site(Strict):
     upgrade_text: Text = Field(
         description="Shown under a preview where the rest of a page is above the edition's tier."
     )
+    max_asset_bytes: int = Field(
+        default=5 * 1024 * 1024, ge=1,
+        description="Largest file, in bytes, that a page may pull into the site (an image "
+        "or any other asset); a larger one is an error (asset.too-large).",
+    )
 
 
 # --- shared pieces -------------------------------------------------------------

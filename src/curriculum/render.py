@@ -155,11 +155,20 @@ class Renderer:
     def _image(self, src: str, page: str, body: Body, added: dict[str, bytes | str]) -> str:
         if link_scheme(src) is not None or not src:
             return src
-        source = self.root / Path(body.file).parent / src
-        data = source.read_bytes()
         import hashlib
 
-        name = f"assets/{hashlib.sha256(data).hexdigest()[:16]}{source.suffix.lower()}"
+        from curriculum.assets import Refused, confine, read_asset
+
+        limit = self.cat.site.max_asset_bytes
+        found = confine(src, self.root / Path(body.file).parent, self.root / "content", limit)
+        try:
+            if isinstance(found, Refused):
+                raise OSError(found.message)
+            data = read_asset(found, limit)
+        except OSError as exc:  # validate refuses these; this is a file changed since then
+            self.diags.error(Loc(body.file, body.line, 1), "image.missing", str(exc))
+            return ""
+        name = f"assets/{hashlib.sha256(data).hexdigest()[:16]}{found.path.suffix.lower()}"
         self.out.add(name, data)
         added[name] = data
         return relative(page, name)

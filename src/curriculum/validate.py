@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from curriculum.assets import DEFAULT_MAX_BYTES, Refused, confine
 from curriculum.catalog import (
     Body,
     CapsuleEntry,
@@ -142,7 +143,8 @@ def _body(text: str, file: str, line: int) -> Body:
     return Body(text, file, line, collect_refs(tokens), tuple(tokens))
 
 
-def _check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnostics) -> None:
+def _check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnostics,
+                max_asset_bytes: int = DEFAULT_MAX_BYTES) -> None:
     refs = body.refs
     check_markup(body, diags)
     lint_body(body, diags)
@@ -165,8 +167,10 @@ def _check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnos
         if not alt.strip():
             diags.error(loc, "image.no-alt", f"image '{src}' has no alt text",
                         "write ![what the figure shows](path)")
-        if link_scheme(src) is None and src and not (root / Path(body.file).parent / src).is_file():
-            diags.error(loc, "image.missing", f"image file '{src}' does not exist")
+        if link_scheme(src) is None and src:
+            found = confine(src, root / Path(body.file).parent, root / "content", max_asset_bytes)
+            if isinstance(found, Refused):
+                diags.error(_image_loc(body, line, src), found.code, found.message, found.hint)
     for lang, line in refs.code_langs:
         if lang.lower() not in LANGUAGES:
             diags.error(Loc(body.file, body.line + line, 1), "code.unknown-language",
@@ -178,6 +182,15 @@ def _check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnos
             diags.error(Loc(body.file, body.line + line, 1), "math.invalid",
                         f"cannot render math '{latex.strip()[:40]}': "
                         f"{str(exc) or type(exc).__name__}")
+
+
+def _image_loc(body: Body, line: int, src: str) -> Loc:
+    """Where an image's path is written: its line, and the column of the path on it."""
+    lines = body.text.split("\n")
+    text = lines[line] if 0 <= line < len(lines) else ""
+    col = text.find(f"]({src}")
+    col = col + 2 if col >= 0 else text.find(src)
+    return Loc(body.file, body.line + line, col + 1 if col >= 0 else 1)
 
 
 def _minutes(*bodies: Body | None) -> int:
@@ -227,6 +240,7 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
 
     site_docs = by_kind.get("site", [])
     site: Site | None = site_docs[0][1] if site_docs else None
+    limit = site.max_asset_bytes if site else DEFAULT_MAX_BYTES
     tiers = {t.id for t in site.tiers} if site else set()
     if site:
         _check_site(site, site_docs[0][0], diags)
@@ -300,7 +314,7 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
             lint_yaml(doc, diags)
             for b in (preview, rest):
                 if b is not None:
-                    _check_body(b, root, ids, diags)
+                    _check_body(b, root, ids, diags, limit)
         capsules[doc.id] = CapsuleEntry(doc.id, course_id, part_id, number, meta,
                                         Loc(doc.file, 1, 1), preview, rest, _minutes(preview, rest),
                                         sum(len(b.refs.figures) + len(b.refs.charts)
@@ -333,7 +347,7 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
         a_body = _body(tail, doc.file, doc.body_line + at)
         lint_yaml(doc, diags)
         for b in (q_body, a_body):
-            _check_body(b, root, ids, diags)
+            _check_body(b, root, ids, diags, limit)
         q_terms = _terms(meta.title, meta.summary, q_body.text)
         related = rank_related(q_terms, {c: capsule_terms[c] for c in meta.concepts
                                          if c in capsule_terms})
@@ -353,7 +367,7 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
         lint_yaml(doc, diags)
         for b in (preview, rest):
             if b is not None:
-                _check_body(b, root, ids, diags)
+                _check_body(b, root, ids, diags, limit)
         experiments[doc.id] = ExperimentEntry(doc.id, meta, Loc(doc.file, 1, 1), preview, rest)
 
     # Paths.
