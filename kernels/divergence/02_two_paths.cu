@@ -15,7 +15,7 @@
 
 constexpr int BLOCK = 256;
 constexpr int CHAINS = 4;   // independent FMA chains a thread
-constexpr int PATHS = 32;   // code paths in the kernel; (threadIdx.x & 31) % 2 picks one a thread
+constexpr int PATHS = 32;   // code paths in the kernel; `path` below picks one a thread
 constexpr int UNROLL = 8;   // loop trips unrolled; iters must be a multiple of it
 static_assert(BLOCK % 32 == 0, "a block is a whole number of warps");
 
