@@ -1,0 +1,50 @@
+// 01 pointer chase: load-to-use latency of each memory level, one dependent load at a time
+//
+// Idea: a load whose address is the value of the previous load cannot start before that one
+// returns, so a chain of them runs at exactly one memory latency per step. The suite builds
+// one random cyclic permutation over the slots of a working set of `kib` KiB, one slot per
+// 128-byte line (the L1 line; the L2 works in 32-byte sectors of it), each slot holding the
+// address of the next; a random order defeats the prefetchers and spreads the lines over
+// every L2 slice and DRAM bank. Loads use ld.global.ca (cache in L1 and L2), the default.
+// CHASERS = 128 one-thread blocks run the chase at once, each from its own starting point
+// spaced evenly around the cycle: at most one load per SM is in flight, far too few to load
+// any level, while together they touch 128 x steps lines per launch, so working sets larger
+// than the L2 (50 MB) are not served from an L2 warmed by the previous launch.
+//
+// Near and far L2: the H100/H200 L2 is two partitions joined by a crossbar, and which one
+// holds a line is decided by a hash of its physical address that a kernel can neither see nor
+// choose. A random chase mixes both, so the L2 plateau is the average of near and far hits;
+// the spread of the per-launch times does not separate them. Above ~16 MB of working set the
+// chase also misses in the TLBs, so the last plateaus include page-walk time.
+//
+// Check: every chaser writes the byte offset it stopped at; the reference is the same walk
+// computed from the permutation itself (start position + steps, mod the cycle length).
+//
+// Expected bound: latency. Time = steps x latency, steps = 32768 (launch cost ~5 us
+// against >= 0.5 ms).
+// Estimates at 1.98 GHz (not yet measured here): L1 ~ 35 cycles (~18 ns) up to ~192 KiB;
+// L2 ~ 250-300 cycles (~130-150 ns) up to some 30-50 MB; HBM ~ 500-700 ns with TLB misses
+// at 1 GiB. The figures are ns_per_item and cycles_per_item.
+//
+// Size constraints: kib * 1024 a multiple of 128 bytes (one slot per line); offsets fit 64
+// bits; steps >= 1. Registers (nvcc 13.0, sm_90a, -Xptxas -v): 13 per thread, no spills,
+// no shared memory.
+
+constexpr int CHASERS = 128;
+
+// next: the working set; the first 8 bytes of every 128-byte slot hold the address of the
+// next slot. starts, out: byte offsets from `next`, one per chaser.
+extern "C" __global__ void __launch_bounds__(1)
+pointer_chase(const unsigned long long* __restrict__ next,
+              const unsigned long long* __restrict__ starts, unsigned long long* __restrict__ out,
+              int steps) {
+    const int c = blockIdx.x;
+    if (c >= CHASERS) return;
+    const unsigned long long base = reinterpret_cast<unsigned long long>(next);
+    unsigned long long p = base + starts[c];
+#pragma unroll 4
+    for (int i = 0; i < steps; ++i) {
+        asm volatile("ld.global.ca.u64 %0, [%0];\n" : "+l"(p)::"memory");
+    }
+    out[c] = p - base;
+}
