@@ -3,7 +3,7 @@
 Three benchmarks share the folder:
 
 - `sgemm` (versions 01-06, 08, 09): A, B and C in fp32, FMA units only,
-  measured against cuBLAS SGEMM with TF32 off;
+  measured against cuBLAS SGEMM (cupy.matmul) and torch.matmul, TF32 off;
 - `sgemm_tiles` (version 07): the same operation, inputs and baseline, with
   07's tile-shape sweep kept as cases. Besides the square sizes (the default
   tile), it declares one shape per candidate of `AUTOTUNE_CANDIDATES` at
@@ -11,7 +11,8 @@ Three benchmarks share the folder:
   launcher compiles 07 with that candidate's -D options, so each candidate is
   checked, timed and recorded like any other case;
 - `bf16` (versions 10-12): A and B in bf16, products accumulated in fp32, C
-  in fp32, on the tensor cores, measured against cuBLAS with the same types.
+  in fp32, on the tensor cores, measured against cuBLAS gemmEx with the same
+  types and torch.matmul (whose C is bf16); the faster is the library figure.
 
 bf16 has no NumPy dtype, so bf16 matrices travel as uint16 arrays holding the
 bit patterns (rounded to nearest even from float32 by the input maker); the
@@ -45,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from curriculum.bench import kit
 from curriculum.bench.api import (
     Arrays,
     Benchmark,
@@ -582,6 +584,40 @@ def _bf16_baseline(arrays: Arrays, shape: Shape) -> Callable[[], None]:
     return run
 
 
+def _torch_sgemm(arrays: Arrays, shape: Shape) -> Callable[[], None]:
+    """torch.matmul in true fp32 (TF32 off for matmul, checked like cupy.matmul)."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    a, b = kit.torch_view(arrays["a"]), kit.torch_view(arrays["b"])
+    out = torch.empty((shape["m"], shape["n"]), dtype=torch.float32, device=a.device)
+    rows = min(shape["m"], 256)
+    probe = torch.matmul(a[:rows], b).double()
+    want = a[:rows].double() @ b.double()
+    rel = float(torch.linalg.norm(probe - want) / torch.linalg.norm(want))
+    if rel > TF32_SUSPECT:
+        raise RuntimeError(f"torch.matmul fp32 rel err {rel:.1e} vs float64: TF32 seems on")
+    return kit.warmed(kit.on_cupy_stream(lambda: torch.matmul(a, b, out=out)))
+
+
+def _torch_bf16(arrays: Arrays, shape: Shape) -> Callable[[], None]:
+    """torch.matmul on the bf16 A and B; its C is bf16 (half the output bytes of 10-12)."""
+    import torch
+
+    a, b = kit.torch_view(arrays["a"]), kit.torch_view(arrays["b"])
+    out = torch.empty((shape["m"], shape["n"]), dtype=torch.bfloat16, device=a.device)
+    return kit.warmed(kit.on_cupy_stream(lambda: torch.matmul(a, b, out=out)))
+
+
+SGEMM_BASELINES = (
+    LibraryBaseline(name="cuBLAS (cupy.matmul)", make=_sgemm_baseline),
+    LibraryBaseline(name="torch.matmul", make=_torch_sgemm),
+)
+BF16_BASELINES = (
+    LibraryBaseline(name="cuBLAS (gemmEx, fp32 C)", make=_bf16_baseline),
+    LibraryBaseline(name="torch.matmul (bf16 C)", make=_torch_bf16),
+)
+
 # ----------------------------------------------------------------------------
 # The suite
 # ----------------------------------------------------------------------------
@@ -611,13 +647,7 @@ SGEMM = Benchmark(
     shapes=SHAPES,
     headline=HEADLINE,
     roofline=Roofline(bandwidth="copy", compute="sgemm_fp32"),
-    baseline=LibraryBaseline(
-        name=(
-            "cuBLAS SGEMM via cupy.matmul, fp32 (TF32 off: CUPY_TF32 unset or 0, compute type "
-            "forced to CUBLAS_COMPUTE_32F, error vs float64 checked under 1e-5)"
-        ),
-        make=_sgemm_baseline,
-    ),
+    baselines=SGEMM_BASELINES,
     compile_options=SGEMM_COMPILE_OPTIONS,
 )
 
@@ -654,10 +684,7 @@ BF16 = Benchmark(
     shapes=SHAPES,
     headline=HEADLINE,
     roofline=Roofline(bandwidth="copy", compute="gemm_bf16"),
-    baseline=LibraryBaseline(
-        name="cuBLAS gemmEx bf16 x bf16 -> fp32, CUBLAS_COMPUTE_32F",
-        make=_bf16_baseline,
-    ),
+    baselines=BF16_BASELINES,
     version_options={"10_wmma": _toolkit_include(), "12_wgmma_tma": ("-arch=sm_90a",)},
 )
 

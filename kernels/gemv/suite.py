@@ -12,8 +12,9 @@ x and y are bf16 throughout (carried as uint16). Each work model counts the byte
 format (weights, scales, x once, y once); the floor is the same-run `read` ceiling, because
 a GEMV writes almost nothing (y is 57 KB at the headline against 0.12-0.47 GB of weights), so
 the copy ceiling, which splits the bus between reads and writes, would put the floor above
-what the card can read. The baseline of all three is torch's bf16 F.linear on the same
-(dequantised) weights: the same math with 2x (fp8) or 4x (int4) the bytes.
+what the card can read. The library candidates of all three are torch's bf16 F.linear and
+torch.matmul on the same (dequantised) weights: the same math with 2x (fp8) or 4x (int4) the
+bytes; the faster of the two is the library figure.
 
 The headline is one token through a 70B-class MLP up-projection, K = 8192, N = 28672.
 """
@@ -326,7 +327,7 @@ def _compare_bf16(outputs: Arrays) -> Arrays:
     return {name: bf16_bits_to_float64(a, cupy) for name, a in outputs.items()}
 
 
-# --- the library baseline: torch's bf16 F.linear on the same weights -------------------------
+# --- the library baselines: torch's bf16 F.linear and matmul on the same weights -----------
 
 
 def torch_view(a: Any) -> Any:
@@ -360,19 +361,40 @@ def on_cupy_stream(op: Callable[[], object]) -> Callable[[], None]:
     return run_on_stream
 
 
-def _linear_baseline(decode: WeightDecoder | None) -> Callable[[Arrays, Shape], Callable[[], None]]:
-    """F.linear(x, W) in bf16; W is the bf16 input itself, or the quantised weights decoded
-    and rounded to bf16 once, before timing (a model served in bf16 holds them so)."""
+def _linear_baseline(
+    decode: WeightDecoder | None, op: str = "linear"
+) -> Callable[[Arrays, Shape], Callable[[], None]]:
+    """F.linear(x, W) or torch.matmul(x, W^T) in bf16; W is the bf16 input itself, or the
+    quantised weights decoded and rounded to bf16 once, before timing (a model served in
+    bf16 holds them so)."""
 
     def make(arrays: Arrays, shape: Shape) -> Callable[[], None]:
         import cupy
+        import torch
         import torch.nn.functional as F
 
         w_bits = arrays["w"] if decode is None else to_bf16_bits(decode(arrays), cupy)
         x, w = torch_view(arrays["x"]), torch_view(w_bits)
-        return on_cupy_stream(lambda: F.linear(x, w))
+        if op == "linear":
+            run = on_cupy_stream(lambda: F.linear(x, w))
+        else:
+            wt = w.t()
+            run = on_cupy_stream(lambda: torch.matmul(x, wt))
+        run()
+        cupy.cuda.runtime.deviceSynchronize()
+        return run
 
     return make
+
+
+def _baselines(decode: WeightDecoder | None) -> tuple[LibraryBaseline, ...]:
+    """F.linear and torch.matmul on bf16 weights (the dequantised ones for W4A16 and FP8:
+    the same math with 4x or 2x the weight bytes)."""
+    suffix = "" if decode is None else " (bf16 weights)"
+    return (
+        LibraryBaseline(name="F.linear" + suffix, make=_linear_baseline(decode, "linear")),
+        LibraryBaseline(name="torch.matmul" + suffix, make=_linear_baseline(decode, "matmul")),
+    )
 
 
 # --- the work model -----------------------------------------------------------------------
@@ -423,7 +445,6 @@ def _benchmark(
     nbytes: Callable[[Shape], float],
     weights: str,
     per_weight: str,
-    baseline_name: str,
     baseline_decode: WeightDecoder | None,
     compile_options: Sequence[str] = (),
 ) -> Benchmark:
@@ -442,7 +463,7 @@ def _benchmark(
         shapes=SHAPES,
         headline=HEADLINE,
         roofline=Roofline(bandwidth="read"),
-        baseline=LibraryBaseline(name=baseline_name, make=_linear_baseline(baseline_decode)),
+        baselines=_baselines(baseline_decode),
         compile_options=("--std=c++17", "-arch=sm_90", *compile_options),
         compare=_compare_bf16,
     )
@@ -480,7 +501,6 @@ SUITE = Suite(
             nbytes=bytes_bf16,
             weights="2NK",
             per_weight="2",
-            baseline_name="torch F.linear, bf16 (cuBLAS, same run)",
             baseline_decode=None,
         ),
         _benchmark(
@@ -491,9 +511,6 @@ SUITE = Suite(
             nbytes=bytes_w4a16,
             weights="NK/2 packed + 2NK/128 of bf16 scales",
             per_weight="0.52",
-            baseline_name=(
-                "torch F.linear on the dequantised weights in bf16 (same math, 4x the bytes)"
-            ),
             baseline_decode=_weights_w4a16,
         ),
         _benchmark(
@@ -504,9 +521,6 @@ SUITE = Suite(
             nbytes=bytes_fp8,
             weights="NK + 4N of fp32 row scales",
             per_weight="1",
-            baseline_name=(
-                "torch F.linear on the dequantised weights in bf16 (same math, 2x the bytes)"
-            ),
             baseline_decode=_weights_fp8,
             compile_options=toolkit_include(),
         ),

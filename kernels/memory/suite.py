@@ -100,7 +100,7 @@ COPY = Benchmark(
     shapes=[{"n": n} for n in SIZES],
     headline={"n": HEADLINE_N},
     roofline=Roofline(bandwidth="copy"),
-    baseline=LibraryBaseline(name="device copy (cupy.copyto)", make=_copy_baseline),
+    baselines=(LibraryBaseline(name="cupy.copyto", make=_copy_baseline),),
 )
 
 
@@ -144,7 +144,7 @@ REDUCE = Benchmark(
     shapes=[{"n": n} for n in SIZES],
     headline={"n": HEADLINE_N},
     roofline=Roofline(bandwidth="read"),
-    baseline=LibraryBaseline(name="cupy.sum", make=_sum_baseline),
+    baselines=(LibraryBaseline(name="cupy.sum", make=_sum_baseline),),
 )
 
 
@@ -199,7 +199,9 @@ TRANSPOSE = Benchmark(
     ],
     headline={"rows": 8192, "cols": 8192},
     roofline=Roofline(bandwidth="copy"),
-    baseline=LibraryBaseline(name="cupy.ascontiguousarray(x.T)", make=_transpose_baseline),
+    baselines=(
+        LibraryBaseline(name="cupy.ascontiguousarray(x.T)", make=_transpose_baseline),
+    ),
 )
 
 

@@ -5,7 +5,8 @@ pass between them and the down projection. One benchmark, two versions: `01_unfu
 launches through bf16 temporaries) and `02_fused` (one pass). The work model counts only the
 bytes the operation needs, gate and up read once and out written once, so the unfused
 version's extra traffic shows as a lower fraction of the copy floor. bf16 is carried as
-uint16; the baseline is torch's `silu(g) * u` in the same run.
+uint16; the library candidates are torch's `silu(g) * u`, eager (two launches) and through
+torch.compile (one fused kernel), in the same run.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from curriculum.bench import kit
 from curriculum.bench.api import (
     Arrays,
     Benchmark,
@@ -137,7 +139,7 @@ def _reference(inputs64: Arrays, shape: Shape) -> Arrays:
     return {"out": swiglu64(gate, up, cupy)}
 
 
-# --- the library baseline ---------------------------------------------------------------
+# --- the library baselines: eager and compiled PyTorch ------------------------------------
 
 
 def torch_view(a: Any) -> Any:
@@ -169,11 +171,28 @@ def on_cupy_stream(op: Callable[[], object]) -> Callable[[], None]:
     return run_on_stream
 
 
-def _torch_swiglu(arrays: Arrays, shape: Shape) -> Callable[[], None]:
-    import torch.nn.functional as F
+def _torch_swiglu(compiled: bool) -> Callable[[Arrays, Shape], Callable[[], None]]:
+    """silu(gate) * up in PyTorch: two launches eagerly, one fused kernel compiled."""
 
-    gate, up = torch_view(arrays["gate"]), torch_view(arrays["up"])
-    return on_cupy_stream(lambda: F.silu(gate) * up)
+    def make(arrays: Arrays, shape: Shape) -> Callable[[], None]:
+        import torch.nn.functional as F
+
+        def swiglu(gate: Any, up: Any) -> Any:
+            return F.silu(gate) * up
+
+        # One compiled function for the run (the first closure: it holds only F); each
+        # shape compiles once, statically, on its first call in `warmed`.
+        op = kit.compiled("swiglu", swiglu) if compiled else swiglu
+        gate, up = torch_view(arrays["gate"]), torch_view(arrays["up"])
+        return kit.warmed(on_cupy_stream(lambda: op(gate, up)))
+
+    return make
+
+
+TORCH_SWIGLU = (
+    LibraryBaseline(name="F.silu(gate) * up", make=_torch_swiglu(compiled=False)),
+    LibraryBaseline(name="torch.compile(F.silu(gate) * up)", make=_torch_swiglu(compiled=True)),
+)
 
 
 # --- the work model ---------------------------------------------------------------------
@@ -220,10 +239,7 @@ SUITE = Suite(
             shapes=SHAPES,
             headline=HEADLINE,
             roofline=Roofline(bandwidth="copy"),
-            baseline=LibraryBaseline(
-                name="torch silu(gate) * up (PyTorch, two launches, same run)",
-                make=_torch_swiglu,
-            ),
+            baselines=TORCH_SWIGLU,
             compare=_compare_bf16,
         )
     ],

@@ -59,6 +59,8 @@ FIELDS: dict[str, tuple[Callable[[CaseResult], float | None], str, str]] = {
     "library_ms": (_library("ms"), "library time (ms)", "{:.3g}"),
     "library_gbps": (_library("gbps"), "library GB/s", "{:.0f}"),
     "library_tflops": (_library("tflops"), "library TFLOP/s", "{:.3g}"),
+    "ns_per_item": (lambda c: c.ns_per_item, "ns per item (median)", "{:.3g}"),
+    "cycles_per_item": (lambda c: c.cycles_per_item, "cycles per item (median)", "{:.3g}"),
 }
 
 FIGSIZE = (7.2, 4.2)

@@ -19,13 +19,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from curriculum.bench.staleness import Fingerprints, describe, stale_reason
 from curriculum.catalog import Body, Catalog
 from curriculum.errors import Diagnostics, Loc, did_you_mean, rel
-from curriculum.results import CaseResult, ResultsFile, Run, source_hash
+from curriculum.results import CaseResult, ResultsFile, Run, parse_results, source_hash
 from curriculum.yamlio import load_yaml
 
 CASE_FIELDS = ("ms", "us", "gbps", "tbps", "tflops", "pct_roofline", "pct_library", "rel_err",
-               "library_ms", "library_gbps", "library_tflops")
+               "library_ms", "library_gbps", "library_tflops", "ns_per_item", "cycles_per_item")
 CEILING_FIELDS = ("ms", "gbps", "tbps", "tflops")
 
 
@@ -68,6 +69,10 @@ def format_value(field_name: str, v: float) -> str:
         return f"{v:.1f}%" if v < 10 else f"{v:.0f}%"
     if field_name == "rel_err":
         return f"{v:.1e}"
+    if field_name == "ns_per_item":
+        return f"{v:.3g} ns"
+    if field_name == "cycles_per_item":
+        return f"{v:.3g} cycles"
     return f"{v:g}"
 
 
@@ -85,6 +90,8 @@ def case_value(case: CaseResult, field_name: str) -> float | None:
         "library_ms": base.stat.median_ms if base else None,
         "library_gbps": base.gbps if base else None,
         "library_tflops": base.tflops if base else None,
+        "ns_per_item": case.ns_per_item,
+        "cycles_per_item": case.cycles_per_item,
     }.get(field_name)
 
 
@@ -97,6 +104,7 @@ class Measurements:
     results: dict[str, ResultsFile] = field(default_factory=dict)
     _hashes: dict[str, str | None] = field(default_factory=dict)
     _charts: dict[str, Chart] = field(default_factory=dict)
+    _fingerprints: Fingerprints | None = None
     # Rendered Markdown fragments of this build, shared by its editions (see render).
     fragments: dict[tuple[str, int, str, str], tuple[str, dict[str, bytes | str]]] = field(
         default_factory=dict)
@@ -106,6 +114,13 @@ class Measurements:
             path = self.root / "kernels" / f"{case_id}.cu"
             self._hashes[case_id] = source_hash(path) if path.is_file() else None
         return self._hashes[case_id]
+
+    def stale(self, case: CaseResult) -> str | None:
+        """Why a recorded case is stale (the rule `bench` uses to skip), or None."""
+        if self._fingerprints is None:
+            self._fingerprints = Fingerprints(self.root)
+        found = stale_reason(self._fingerprints, case)
+        return describe(found[0]) if found else None
 
     def figure(self, ref: dict[str, Any]) -> Figure:
         gpu = ref.get("gpu") or self.primary
@@ -135,8 +150,11 @@ class Measurements:
         if value is None:
             return Figure("[no value]", None, f"{case_id} has no {field_name}", missing=True)
         run = results.runs.get(case.run)
-        stale = self.current_hash(case_id) != case.source_hash
-        return Figure(format_value(field_name, value), value, _provenance(case, run), stale=stale)
+        why = self.stale(case)
+        prov = _provenance(case, run, field_name)
+        if why:
+            prov += f"; stale: {why}"
+        return Figure(format_value(field_name, value), value, prov, stale=why is not None)
 
     def chart(self, yaml_text: str, file: str, line: int, diags: Diagnostics) -> Chart | None:
         key = hashlib.sha256(yaml_text.encode()).hexdigest()
@@ -196,17 +214,32 @@ def _keep(path: Path, svg: str) -> None:
         pass
 
 
-def _provenance(case: CaseResult, run: Run | None) -> str:
+def _provenance(case: CaseResult, run: Run | None, field_name: str = "") -> str:
     s = case.stat
     parts = [run.provenance.gpu_name if run else "unknown GPU", case.shape_label,
              f"median of {s.samples} runs (p20 {s.p20_ms:.4g} ms, p80 {s.p80_ms:.4g} ms)"]
+    if (field_name == "pct_library" or field_name.startswith("library_")) and case.library:
+        parts.append(f"vs {case.library}" + _others(case))
+    if field_name in ("ns_per_item", "cycles_per_item") and case.items:
+        label = case.items_label or "items"
+        parts.append(f"{case.items:,.0f} {label} a launch")
+        if field_name == "cycles_per_item":
+            parts.append(f"at the SM clock read before the case, {case.clocks_before.sm_mhz} MHz")
     if run:
         rev = run.provenance.git_rev[:10] + (" dirty" if run.provenance.git_dirty else "")
         parts.append(f"measured {run.provenance.date[:10]} at {rev}")
     if case.throttled:
-        reasons = sorted(set(case.clocks_before.throttle_reasons + case.clocks_after.throttle_reasons))
-        parts.append(f"clocks throttled ({', '.join(reasons)})")
+        reasons = case.throttle_reasons or sorted(
+            set(case.clocks_before.throttle_reasons + case.clocks_after.throttle_reasons))
+        parts.append(f"measured while throttled: {', '.join(reasons)}")
     return "; ".join(parts)
+
+
+def _others(case: CaseResult) -> str:
+    """The other library candidates, for the provenance of a library figure."""
+    others = [f"{b.name} {b.stat.median_ms:.4g} ms" for b in case.baselines if b.name != case.library]
+    others += [f"{u.name} unavailable" for u in case.unavailable]
+    return f" (fastest of: {case.library}, {', '.join(others)})" if others else ""
 
 
 def load_results(root: Path, primary: str, diags: Diagnostics) -> Measurements:
@@ -214,7 +247,7 @@ def load_results(root: Path, primary: str, diags: Diagnostics) -> Measurements:
     for path in sorted((root / "kernels" / "results").glob("*.json")):
         file = rel(path, root)
         try:
-            results = ResultsFile.model_validate_json(path.read_text(encoding="utf-8"))
+            results = parse_results(path.read_text(encoding="utf-8"))
         except (ValidationError, ValueError) as exc:
             diags.error(_json_loc(path, file, exc), "results.invalid", _first_error(exc))
             continue
@@ -326,5 +359,6 @@ def _check_figure(m: Measurements, ref: dict[str, Any], loc: Loc, page: str,
         diags.warning(loc, "figure.missing", f"{page} cites {cite}, which is not measured: "
                       f"{fig.provenance}", "run `curriculum bench` on a GPU")
     elif fig.stale:
-        diags.warning(loc, "figure.stale", f"{page} cites {cite}, but kernels/{case_id}.cu "
-                      "changed since it was measured", "re-run `curriculum bench`")
+        why = fig.provenance.rsplit("; stale: ", 1)[-1]
+        diags.warning(loc, "figure.stale", f"{page} cites {cite}, but {why} "
+                      f"(kernels/{case_id})", "re-run `curriculum bench`")

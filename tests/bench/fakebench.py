@@ -81,8 +81,9 @@ class FakeTimer:
     def flush_l2(self) -> None:
         self.flushes += 1
 
-    def elapsed_ms(self, fn: Callable[[], None]) -> float:
-        self.flush_l2()
+    def elapsed_ms(self, fn: Callable[[], None], flush: bool = True) -> float:
+        if flush:
+            self.flush_l2()
         _spent[0] = 0.0
         fn()
         ms = _spent[0]
@@ -103,6 +104,7 @@ class FakeBackend:
         self.now = 0.0
         self.compiled: list[tuple[str, ...]] = []
         self.ceiling_calls = 0
+        self.timers: list[FakeTimer] = []
 
     def clock(self) -> float:
         return self.now
@@ -148,8 +150,10 @@ class FakeBackend:
     def synchronize(self) -> None:
         pass
 
-    def time(self, fn: Callable[[], None], policy: TimingPolicy) -> Stat:
-        return time_call(fn, FakeTimer(self), policy, clock=self.clock)
+    def time(self, fn: Callable[[], None], policy: TimingPolicy, flush_l2: bool = True) -> Stat:
+        timer = FakeTimer(self)
+        self.timers.append(timer)
+        return time_call(fn, timer, policy, clock=self.clock, flush_l2=flush_l2)
 
     def clocks(self) -> Clocks:
         if not self.nvml:

@@ -173,8 +173,8 @@ def test_benchmarks_declare_rooflines_baselines_and_options() -> None:
         assert getattr(tiles, attr) == getattr(sgemm, attr), attr
     assert (sgemm.roofline.bandwidth, sgemm.roofline.compute) == ("copy", "sgemm_fp32")
     assert (bf16.roofline.bandwidth, bf16.roofline.compute) == ("copy", "gemm_bf16")
-    assert sgemm.baseline is not None and "TF32 off" in sgemm.baseline.name
-    assert bf16.baseline is not None and "bf16" in bf16.baseline.name
+    assert [c.name for c in sgemm.candidates] == ["cuBLAS (cupy.matmul)", "torch.matmul"]
+    assert [c.name for c in bf16.candidates] == ["cuBLAS (gemmEx, fp32 C)", "torch.matmul (bf16 C)"]
     assert sgemm.tolerance == 1e-5 and bf16.tolerance <= 1e-2
     assert sgemm.tolerance_reason and bf16.tolerance_reason
     assert bf16.version_options["12_wgmma_tma"] == ("-arch=sm_90a",)

@@ -86,7 +86,13 @@ class LibraryBaseline:
     """A library operation timed in the same run at the same shape.
 
     `make` receives the case's inputs and shape and returns a zero-argument
-    callable that enqueues the library operation on the current stream.
+    callable that enqueues the library operation on the current stream. It
+    may raise (a backend that does not take the shape or dtype, a library that
+    is not installed): the candidate is then recorded as unavailable, with the
+    exception as the reason, and the run goes on.
+
+    `name` is short and human, what a page prints after "vs": "cuDNN SDPA",
+    "torch.compile(F.layer_norm)", "cuBLAS (cupy.matmul)".
     """
 
     name: str
@@ -113,6 +119,17 @@ class Benchmark:
     - `shapes`: every shape to sweep; `headline` is the one pages cite by default.
     - `compile_options`: NVRTC options for every version of this benchmark;
       `version_options` adds options for individual stems.
+    - `baselines`: every library candidate, timed at each shape once per run;
+      the fastest that ran is the case's library figure (`pct_library`), and
+      every candidate is recorded with its time or the reason it could not
+      run. `baseline` (one candidate) is the older spelling of the same.
+    - `items(shape)`, `items_label`: for microbenchmarks, how many items one
+      launch processes and what an item is ("dependent loads", "launches");
+      the case then records `items`, and pages can cite ns and cycles per item.
+    - `flush_l2`: flush the L2 before every timed repetition (the default);
+      False keeps the data warm, for cache-level microbenchmarks.
+    - `roofline`: `Roofline(bandwidth=None, compute=None)` states that no
+      ceiling bounds the benchmark; its cases then have no `pct_roofline`.
     """
 
     name: str
@@ -129,13 +146,30 @@ class Benchmark:
     shapes: Sequence[Shape]
     headline: Shape
     roofline: Roofline = field(default_factory=Roofline)
+    baselines: Sequence[LibraryBaseline] = ()
     baseline: LibraryBaseline | None = None
     compile_options: tuple[str, ...] = ("--std=c++17", "-arch=sm_90")
     version_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     compare: Callable[[Arrays], Arrays] | None = None  # e.g. view uint16 as bf16 -> float64
+    items: Callable[[Shape], float] | None = None
+    items_label: str = ""
+    flush_l2: bool = True
 
     def claims(self, version: Version) -> bool:
         return fnmatch.fnmatchcase(version.stem, self.match)
+
+    @property
+    def candidates(self) -> tuple[LibraryBaseline, ...]:
+        """Every library candidate: `baselines`, then `baseline` if also given."""
+        out = tuple(self.baselines)
+        if self.baseline is not None and self.baseline not in out:
+            out += (self.baseline,)
+        return out
+
+    @property
+    def bounded(self) -> bool:
+        """Whether any ceiling bounds this benchmark (else no roofline figure)."""
+        return self.roofline.bandwidth is not None or self.roofline.compute is not None
 
 
 @dataclass(frozen=True)

@@ -202,10 +202,12 @@ def _outcome_line(o: CaseOutcome) -> str:
     if r is None:
         err = f" rel err {o.rel_err:.2e}" if o.rel_err is not None else ""
         return head + err
-    lib = f" {r.pct_library:5.1f}% of library" if r.pct_library is not None else ""
+    lib = f" {r.pct_library:5.1f}% of {r.library}" if r.pct_library is not None else ""
+    roof = f" {r.pct_roofline:5.1f}% of roofline" if r.pct_roofline is not None else ""
+    per_item = f" {r.ns_per_item:.3g} ns/item" if r.ns_per_item is not None else ""
     line = (
         f"{head}: {r.stat.median_ms:.4f} ms (p20 {r.stat.p20_ms:.4f}, p80 {r.stat.p80_ms:.4f}, "
-        f"n={r.stat.samples}) {r.gbps:.0f} GB/s {r.pct_roofline:5.1f}% of roofline{lib} "
+        f"n={r.stat.samples}) {r.gbps:.0f} GB/s{roof}{lib}{per_item} "
         f"rel err {r.rel_err:.1e}"
     )
     if len(o.repeat_medians_ms) > 1:

@@ -136,8 +136,8 @@ class CupyBackend:
         self._cupy.cuda.get_current_stream().synchronize()
         self._cupy.cuda.runtime.deviceSynchronize()
 
-    def time(self, fn: Callable[[], None], policy: TimingPolicy) -> Stat:
-        return time_call(fn, self.timer, policy)
+    def time(self, fn: Callable[[], None], policy: TimingPolicy, flush_l2: bool = True) -> Stat:
+        return time_call(fn, self.timer, policy, flush_l2=flush_l2)
 
     def clocks(self) -> Clocks:
         return self._nvml.clocks()

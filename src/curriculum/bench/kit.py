@@ -139,3 +139,95 @@ def on_cupy_stream(op: Callable[[], object]) -> Callable[[], None]:
             op()
 
     return run_on_stream
+
+
+def synchronize() -> None:
+    """Wait for the device (CuPy's view of it, which also covers PyTorch's work)."""
+    import cupy
+
+    cupy.cuda.runtime.deviceSynchronize()
+
+
+def warmed(run: Callable[[], None], calls: int = 2) -> Callable[[], None]:
+    """Call `run` a few times and wait, before it is timed: a torch.compile
+    candidate compiles on its first call, and an unavailable backend raises
+    here, where the harness records it as unavailable, instead of in the timing."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SDPA explains each refused backend as a warning
+        for _ in range(calls):
+            run()
+    synchronize()
+    return run
+
+
+_compiled: dict[str, Any] = {}
+
+# Enough compiled variants of one function for every shape and dtype of a suite;
+# past Dynamo's default (8) it would silently fall back to eager PyTorch.
+COMPILE_VARIANTS = 64
+
+
+def compiled(key: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`torch.compile(fn, dynamic=False)`, made once per key for the whole run.
+
+    Each new shape compiles once, on its first call (see `warmed`), with static
+    shapes (the kernel a deployment at that shape would get); the compiled
+    code is reused by every later case at the same shape.
+    """
+    if key not in _compiled:
+        import torch
+
+        config: Any = torch._dynamo.config
+        for name in ("cache_size_limit", "recompile_limit"):
+            if hasattr(config, name) and getattr(config, name) < COMPILE_VARIANTS:
+                setattr(config, name, COMPILE_VARIANTS)
+        if hasattr(config, "accumulated_cache_size_limit"):
+            config.accumulated_cache_size_limit = max(
+                config.accumulated_cache_size_limit, 4 * COMPILE_VARIANTS
+            )
+        _compiled[key] = torch.compile(fn, dynamic=False)
+    return _compiled[key]
+
+
+# --- attention: every SDPA backend -------------------------------------------------------
+
+# (short name a page prints, torch.nn.attention.SDPBackend member)
+SDPA_BACKENDS: tuple[tuple[str, str], ...] = (
+    ("cuDNN SDPA", "CUDNN_ATTENTION"),
+    ("FlashAttention SDPA", "FLASH_ATTENTION"),
+    ("efficient SDPA", "EFFICIENT_ATTENTION"),
+    ("math SDPA", "MATH"),
+)
+# The math backend materialises B*H*Sq*Sk scores (and more in fp32); above this many
+# elements it is recorded as unavailable rather than run.
+MATH_SDPA_MAX_SCORES = 1 << 28
+
+
+def sdpa(
+    backend: str,
+    q: Any,
+    k: Any,
+    v: Any,
+    enable_gqa: bool = False,
+) -> Callable[[], None]:
+    """F.scaled_dot_product_attention(q, k, v) restricted to one backend, on the
+    harness's stream, warmed up; raises if the backend refuses the inputs."""
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    if backend == "MATH":
+        scores = q.shape[0] * q.shape[1] * q.shape[2] * k.shape[2]
+        if scores > MATH_SDPA_MAX_SCORES:
+            raise MemoryError(
+                f"math SDPA would materialise {scores:,} scores (limit {MATH_SDPA_MAX_SCORES:,})"
+            )
+    member = getattr(SDPBackend, backend)
+    kwargs = {"enable_gqa": True} if enable_gqa else {}
+
+    def op() -> None:
+        with sdpa_kernel(member):
+            F.scaled_dot_product_attention(q, k, v, **kwargs)
+
+    return warmed(on_cupy_stream(op))

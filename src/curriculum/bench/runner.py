@@ -9,9 +9,12 @@ For each case (one version at one shape), in this order:
 3. time the kernel with the project's one timing function, then check the
    outputs again (a kernel that only works once, e.g. atomics into an output
    nobody resets, fails here);
-4. time the library baseline at the same shape (once per shape per run);
+4. time every library candidate at the same shape (once per benchmark and
+   shape per run); a candidate that raises is recorded as unavailable, with
+   the reason; the fastest one that ran is the case's library figure;
 5. place the time against the floor from this run's ceilings: a time more
-   than 3% under the floor is a measurement bug and is refused;
+   than 3% under the floor is a measurement bug and is refused (a benchmark
+   that no ceiling bounds has no floor and no % of roofline);
 6. merge the case into the results file, atomically, under the file lock.
 
 A failed or refused case is reported and never recorded; the run goes on and
@@ -20,6 +23,7 @@ its exit code is 1 at the end.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import subprocess
@@ -30,10 +34,11 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from curriculum.bench import store
-from curriculum.bench.api import Arrays, Benchmark, Roofline
+from curriculum.bench.api import Arrays, Benchmark, LibraryBaseline, Roofline
 from curriculum.bench.backend import Backend, DeviceInfo
 from curriculum.bench.errors import UsageError
 from curriculum.bench.nvml import is_throttled
+from curriculum.bench.staleness import HARNESS_VERSION, Fingerprints, stale_reason
 from curriculum.bench.suites import (
     Case,
     load_suites,
@@ -51,6 +56,7 @@ from curriculum.results import (
     ResultsFile,
     Run,
     Stat,
+    UnavailableBaseline,
 )
 
 # A time this far under the roofline floor is a measurement bug, not a fast kernel.
@@ -138,12 +144,15 @@ def default_results_path(root: Path, slug: str) -> Path:
     return root / "kernels" / "results" / f"{slug}.json"
 
 
-def is_up_to_date(results: ResultsFile, case: Case) -> bool:
+def is_up_to_date(results: ResultsFile, case: Case, fingerprints: Fingerprints) -> bool:
+    """Whether the recorded case is fresh by the one staleness rule (`stale_reason`,
+    which the build also uses) and carries a fingerprint (schema 1 cases do not:
+    they are measured again, with every library candidate)."""
     done = results.case(case.id, case.shape_label)
     return (
         done is not None
-        and done.source_hash == case.source_hash
-        and done.suite_hash == case.suite_hash
+        and done.fingerprint is not None
+        and stale_reason(fingerprints, done) is None
     )
 
 
@@ -155,9 +164,10 @@ def run_bench(options: BenchOptions, backend: Backend, reporter: Reporter) -> Be
     path = options.out or default_results_path(options.root, info.slug)
     summary = BenchSummary(results_path=path)
     existing = store.read_locked(path, info.slug)
+    fingerprints = Fingerprints(options.root)
     todo = []
     for case in cases:
-        if not options.force and is_up_to_date(existing, case):
+        if not options.force and is_up_to_date(existing, case, fingerprints):
             summary.outcomes.append(CaseOutcome(case=case, status="skipped"))
         else:
             todo.append(case)
@@ -297,7 +307,7 @@ class _Harness:
         self.run = run
         self._modules: dict[tuple[str, tuple[str, ...]], Any] = {}
         self._compile_errors: dict[tuple[str, tuple[str, ...]], str] = {}
-        self._baselines: dict[tuple[str, str], Baseline] = {}
+        self._candidates: dict[tuple[str, str, str], Baseline | UnavailableBaseline] = {}
 
     def _module(self, case: Case) -> Any:
         bench = case.benchmark
@@ -381,7 +391,7 @@ class _Harness:
         def launch() -> None:
             bench.launch(module, case.version, shape, checked.arrays)
 
-        stats = [self.backend.time(launch, self.policy) for _ in range(max(1, repeat))]
+        stats = [self._time(bench, launch) for _ in range(max(1, repeat))]
         stat = stats[0]
         self.backend.synchronize()
         passed, rel_after, messages = self._compare(bench, checked.outputs, checked.reference)
@@ -390,18 +400,19 @@ class _Harness:
                 0, "outputs wrong after the timed launches (state kept between launches?)"
             )
             return CaseOutcome(case, "failed", rel_err=rel_after, messages=messages)
-        baseline = self._baseline(case, checked.arrays)
+        measured, unavailable = self._library(case, checked.arrays)
+        winner = min(measured, key=lambda b: b.stat.median_ms) if measured else None
         clocks_after = self.backend.clocks()
 
         flops, nbytes = float(bench.flops(shape)), float(bench.bytes(shape))
         ms = stat.median_ms
         floor, missing = roofline_floor_ms(bench.roofline, flops, nbytes, self.run.ceilings)
         medians = [s.median_ms for s in stats]
-        if floor is None:
+        if floor is None and bench.bounded:
             return CaseOutcome(
                 case, "failed", messages=[f"no roofline: ceiling(s) {missing} not measured"]
             )
-        if ms < floor * (1.0 - FLOOR_SLACK):
+        if floor is not None and ms < floor * (1.0 - FLOOR_SLACK):
             return CaseOutcome(
                 case,
                 "refused",
@@ -414,12 +425,12 @@ class _Harness:
                 ],
             )
         notes = [f"ceiling(s) {missing} not measured; floor from the others"] if missing else []
+        notes.extend(f"library candidate {u.name} unavailable: {u.reason}" for u in unavailable)
         throttled = is_throttled(clocks_before, clocks_after)
+        reasons = throttle_reasons(clocks_before, clocks_after) if throttled else []
         if throttled:
-            reasons = sorted(
-                set(clocks_before.throttle_reasons) | set(clocks_after.throttle_reasons)
-            )
             notes.append(f"clocks throttled: {', '.join(reasons)}")
+        items = float(bench.items(shape)) if bench.items is not None else None
         result = CaseResult(
             id=case.id,
             topic=case.topic,
@@ -429,6 +440,8 @@ class _Harness:
             shape=dict(shape),
             shape_label=case.shape_label,
             headline=case.headline,
+            fingerprint=case.fingerprint or None,
+            harness=HARNESS_VERSION,
             source_hash=case.source_hash,
             suite_hash=case.suite_hash,
             run=self.run_id,
@@ -437,15 +450,20 @@ class _Harness:
             bytes=nbytes,
             gbps=nbytes / (ms * 1e-3) / 1e9,
             tflops=flops / (ms * 1e-3) / 1e12,
+            items=items,
+            items_label=bench.items_label if items is not None else "",
             roofline_ms=floor,
-            pct_roofline=100.0 * floor / ms,
-            baseline=baseline,
-            pct_library=100.0 * baseline.stat.median_ms / ms if baseline else None,
+            pct_roofline=100.0 * floor / ms if floor is not None else None,
+            baselines=measured,
+            unavailable=unavailable,
+            library=winner.name if winner else None,
+            pct_library=100.0 * winner.stat.median_ms / ms if winner else None,
             rel_err=max(checked.rel_err, rel_after),
             tolerance=bench.tolerance,
             clocks_before=clocks_before,
             clocks_after=clocks_after,
             throttled=throttled,
+            throttle_reasons=reasons,
         )
         return CaseOutcome(
             case,
@@ -456,20 +474,56 @@ class _Harness:
             repeat_medians_ms=medians,
         )
 
-    def _baseline(self, case: Case, arrays: Arrays) -> Baseline | None:
+    def _time(self, bench: Benchmark, fn: Callable[[], None]) -> Stat:
+        if bench.flush_l2:
+            return self.backend.time(fn, self.policy)
+        return self.backend.time(fn, self.policy, flush_l2=False)
+
+    def _library(
+        self, case: Case, arrays: Arrays
+    ) -> tuple[list[Baseline], list[UnavailableBaseline]]:
+        """Every library candidate of the case's benchmark at its shape, timed once a run."""
+        measured: list[Baseline] = []
+        unavailable: list[UnavailableBaseline] = []
+        for candidate in case.benchmark.candidates:
+            key = (case.benchmark.name, case.shape_label, candidate.name)
+            if key not in self._candidates:
+                self._candidates[key] = self._time_candidate(case, candidate, arrays)
+            got = self._candidates[key]
+            if isinstance(got, Baseline):
+                measured.append(got)
+            else:
+                unavailable.append(got)
+        return measured, unavailable
+
+    def _time_candidate(
+        self, case: Case, candidate: LibraryBaseline, arrays: Arrays
+    ) -> Baseline | UnavailableBaseline:
         bench = case.benchmark
-        if bench.baseline is None:
-            return None
-        key = (bench.name, case.shape_label)
-        if key not in self._baselines:
-            fn: Callable[[], None] = bench.baseline.make(arrays, case.shape)
-            stat: Stat = self.backend.time(fn, self.policy)
-            seconds = stat.median_ms * 1e-3
-            flops, nbytes = float(bench.flops(case.shape)), float(bench.bytes(case.shape))
-            self._baselines[key] = Baseline(
-                name=bench.baseline.name,
-                stat=stat,
-                gbps=nbytes / seconds / 1e9 if nbytes else None,
-                tflops=flops / seconds / 1e12 if flops else None,
-            )
-        return self._baselines[key]
+        try:
+            fn: Callable[[], None] = candidate.make(arrays, case.shape)
+            stat: Stat = self._time(bench, fn)
+            self.backend.synchronize()
+        except Exception as exc:  # a backend that refuses the shape, a missing library
+            with contextlib.suppress(Exception):  # a failed device: the case's checks say
+                self.backend.synchronize()
+            reason = f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:300]
+            return UnavailableBaseline(name=candidate.name, reason=reason)
+        seconds = stat.median_ms * 1e-3
+        flops, nbytes = float(bench.flops(case.shape)), float(bench.bytes(case.shape))
+        return Baseline(
+            name=candidate.name,
+            stat=stat,
+            gbps=nbytes / seconds / 1e9 if nbytes else None,
+            tflops=flops / seconds / 1e12 if flops else None,
+        )
+
+
+def throttle_reasons(*clocks: Any) -> list[str]:
+    """Every throttle reason of the readings that means the clocks were held down."""
+    from curriculum.bench.nvml import BENIGN_REASONS
+
+    found: set[str] = set()
+    for c in clocks:
+        found |= set(c.throttle_reasons) - BENIGN_REASONS
+    return sorted(found)

@@ -1,26 +1,157 @@
-"""Which measured figures no longer match their sources.
+"""Which measured figures no longer match their sources: one rule for bench and build.
 
-A figure is stale when the `.cu` file it measured has changed (or is gone)
-since the run, or when its topic's `suite.py` has (inputs, shapes, work model
-or tolerance may differ). The build marks stale figures on the page and fails
-under `--strict`. Imports stay at pydantic level: the build calls this on
-machines without a GPU.
+A case's **fingerprint** is the sha256 of everything that decides its figure:
+
+- its `.cu` file, line endings normalised;
+- every file that file includes with `#include "..."`, recursively, resolved
+  relative to the including file (a missing include counts by its name);
+- its topic's `suite.py`, as a whole: any byte changed (inputs, shapes, work
+  model, tolerance, baselines, a comment) changes every figure of the topic;
+- `HARNESS_VERSION`, bumped when the harness changes what it measures or
+  records.
+
+`bench` skips a case whose recorded fingerprint equals the current one; the
+build marks a figure stale (an error under `--strict`) when it differs. Both
+call `stale_reason`. Imports stay at pydantic level: the build calls this on
+machines without a GPU, and nothing here imports a suite.
+
+Cases migrated from results schema 1 have no fingerprint; for them the rule
+falls back to what schema 1 hashed (the `.cu` and `suite.py`), so a site built
+from a schema 1 file is not all stale, while `bench` re-measures them (it
+skips only cases that carry a fingerprint).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from curriculum.results import ResultsFile, source_hash
+from curriculum.results import CaseResult, ResultsFile, source_hash
 
-StaleReason = Literal["source-changed", "source-missing", "suite-changed", "suite-missing"]
+# Bump when the harness changes what a recorded case means (timing, baselines, fields).
+HARNESS_VERSION = 2
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+
+StaleReason = Literal[
+    "source-changed",
+    "source-missing",
+    "suite-changed",
+    "suite-missing",
+    "include-changed",
+    "harness-changed",
+]
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes().replace(b"\r\n", b"\n")
+    except OSError:
+        return None
+
+
+def includes(cu: Path) -> list[Path]:
+    """Every file `cu` includes with `#include "..."`, recursively, in first-seen order.
+
+    Each name is resolved relative to the file that includes it; a file that
+    does not exist is listed (its absence is part of the fingerprint) but not
+    followed. Angle-bracket includes are the toolkit's and are not listed.
+    """
+    seen: list[Path] = []
+    todo = [cu]
+    while todo:
+        current = todo.pop(0)
+        data = _read(current)
+        if data is None:
+            continue
+        for name in INCLUDE.findall(data.decode("utf-8", errors="replace")):
+            target = (current.parent / name).resolve()
+            if target not in seen and target != cu.resolve():
+                seen.append(target)
+                todo.append(target)
+    return seen
+
+
+def fingerprint(root: Path, topic: str, version: str) -> str | None:
+    """sha256 of a case's inputs (see the module docstring), or None if its .cu is gone.
+
+    `version` is the file stem, e.g. '02_copy_vec4'.
+    """
+    topic_dir = root / "kernels" / topic
+    cu = topic_dir / f"{version}.cu"
+    cu_data = _read(cu)
+    if cu_data is None:
+        return None
+    h = hashlib.sha256()
+    h.update(f"harness {HARNESS_VERSION}\n".encode())
+    h.update(b"cu\n" + hashlib.sha256(cu_data).hexdigest().encode() + b"\n")
+    for inc in includes(cu):
+        data = _read(inc)
+        try:
+            name = inc.relative_to(topic_dir.resolve()).as_posix()
+        except ValueError:
+            name = inc.as_posix()
+        digest = hashlib.sha256(data).hexdigest() if data is not None else "missing"
+        h.update(f"include {name} {digest}\n".encode())
+    suite = _read(topic_dir / "suite.py")
+    suite_digest = hashlib.sha256(suite).hexdigest() if suite is not None else "missing"
+    h.update(f"suite {suite_digest}\n".encode())
+    return h.hexdigest()
+
+
+@dataclass
+class Fingerprints:
+    """Current fingerprints and file hashes under one root, each computed once."""
+
+    root: Path
+    _prints: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    _hashes: dict[Path, str | None] = field(default_factory=dict)
+
+    def of(self, topic: str, version: str) -> str | None:
+        key = (topic, version)
+        if key not in self._prints:
+            self._prints[key] = fingerprint(self.root, topic, version)
+        return self._prints[key]
+
+    def hash_of(self, path: Path) -> str | None:
+        if path not in self._hashes:
+            self._hashes[path] = source_hash(path) if path.is_file() else None
+        return self._hashes[path]
+
+
+def stale_reason(fp: Fingerprints, case: CaseResult) -> tuple[StaleReason, Path] | None:
+    """Why a recorded case no longer matches the sources under `fp.root` (None: fresh).
+
+    The one staleness rule: `bench` skips a case only when this is None and the
+    case has a fingerprint; the build marks a figure stale when it is not None.
+    """
+    topic_dir = fp.root / "kernels" / case.topic
+    cu = topic_dir / f"{case.version}.cu"
+    suite = topic_dir / "suite.py"
+    cu_hash, suite_hash = fp.hash_of(cu), fp.hash_of(suite)
+    if cu_hash is None:
+        return "source-missing", cu
+    if cu_hash != case.source_hash:
+        return "source-changed", cu
+    if suite_hash is None:
+        return "suite-missing", suite
+    if suite_hash != case.suite_hash:
+        return "suite-changed", suite
+    if case.fingerprint is None:  # schema 1: the .cu and suite.py were all it hashed
+        return None
+    if fp.of(case.topic, case.version) != case.fingerprint:
+        if case.harness is not None and case.harness != HARNESS_VERSION:
+            return "harness-changed", cu
+        return "include-changed", cu
+    return None
 
 
 @dataclass(frozen=True)
 class StaleCase:
-    """One recorded case whose source no longer matches what was measured."""
+    """One recorded case whose inputs no longer match what was measured."""
 
     id: str
     shape_label: str
@@ -28,39 +159,27 @@ class StaleCase:
     path: Path
 
     def message(self) -> str:
-        what = {
-            "source-changed": "kernel source changed since it was measured",
-            "source-missing": "kernel source no longer exists",
-            "suite-changed": "suite.py changed since it was measured",
-            "suite-missing": "suite.py no longer exists",
-        }[self.reason]
-        return f"{self.id} @ {self.shape_label}: {what} ({self.path}); re-run `curriculum bench`"
+        return f"{self.id} @ {self.shape_label}: {describe(self.reason)} ({self.path}); " \
+            "re-run `curriculum bench`"
+
+
+def describe(reason: StaleReason) -> str:
+    return {
+        "source-changed": "kernel source changed since it was measured",
+        "source-missing": "kernel source no longer exists",
+        "suite-changed": "suite.py changed since it was measured",
+        "suite-missing": "suite.py no longer exists",
+        "include-changed": "a file the kernel includes changed since it was measured",
+        "harness-changed": f"measured by an older harness (now version {HARNESS_VERSION})",
+    }[reason]
 
 
 def stale_cases(root: Path, results: ResultsFile) -> list[StaleCase]:
-    """Every case of `results` whose .cu or suite.py under `root/kernels` differs.
-
-    A source change takes precedence over a suite change for the same case.
-    """
-    hashes: dict[Path, str | None] = {}
-
-    def hash_of(path: Path) -> str | None:
-        if path not in hashes:
-            hashes[path] = source_hash(path) if path.is_file() else None
-        return hashes[path]
-
+    """Every case of `results` whose inputs under `root/kernels` differ."""
+    fp = Fingerprints(root)
     stale = []
     for case in results.cases:
-        topic_dir = root / "kernels" / case.topic
-        cu = topic_dir / f"{case.version}.cu"
-        suite = topic_dir / "suite.py"
-        cu_hash, suite_hash = hash_of(cu), hash_of(suite)
-        if cu_hash is None:
-            stale.append(StaleCase(case.id, case.shape_label, "source-missing", cu))
-        elif cu_hash != case.source_hash:
-            stale.append(StaleCase(case.id, case.shape_label, "source-changed", cu))
-        elif suite_hash is None:
-            stale.append(StaleCase(case.id, case.shape_label, "suite-missing", suite))
-        elif suite_hash != case.suite_hash:
-            stale.append(StaleCase(case.id, case.shape_label, "suite-changed", suite))
+        found = stale_reason(fp, case)
+        if found is not None:
+            stale.append(StaleCase(case.id, case.shape_label, found[0], found[1]))
     return stale

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from curriculum.bench.api import VERSION_FILE, Benchmark, Suite, Version, discover_versions
 from curriculum.bench.errors import SuiteError, UsageError
+from curriculum.bench.staleness import fingerprint
 from curriculum.results import shape_label, source_hash
 
 
@@ -33,6 +34,7 @@ class Case:
     headline: bool
     source_hash: str
     suite_hash: str
+    fingerprint: str = ""
 
     @property
     def id(self) -> str:
@@ -166,6 +168,8 @@ def plan_cases(suites: list[LoadedSuite]) -> list[Case]:
         for version in loaded.versions:
             bench = loaded.claims[version.stem]
             vhash = source_hash(version.path)
+            root = loaded.path.parent.parent.parent
+            vprint = fingerprint(root, loaded.suite.topic, version.stem) or ""
             headline = dict(bench.headline)
             for shape in bench.shapes:
                 s = dict(shape)
@@ -179,6 +183,7 @@ def plan_cases(suites: list[LoadedSuite]) -> list[Case]:
                         headline=s == headline,
                         source_hash=vhash,
                         suite_hash=loaded.suite_hash,
+                        fingerprint=vprint,
                     )
                 )
     cases.sort(key=lambda c: (c.id, c.size, c.shape_label))

@@ -52,11 +52,12 @@ class TimingPolicy:
 
 
 class Timer(Protocol):
-    """Times one repetition: flush the L2 (untimed), then events around `fn`."""
+    """Times one repetition: flush the L2 (untimed, unless `flush` is False), then
+    events around `fn`."""
 
     def flush_l2(self) -> None: ...
 
-    def elapsed_ms(self, fn: Callable[[], None]) -> float: ...
+    def elapsed_ms(self, fn: Callable[[], None], flush: bool = True) -> float: ...
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -108,17 +109,24 @@ def time_call(
     timer: Timer,
     policy: TimingPolicy,
     clock: Callable[[], float] = time.perf_counter,
+    flush_l2: bool = True,
 ) -> Stat:
     """Warm `fn` up, then time it until the median is stable or the cap is hit.
 
     Stops when, after at least `min_samples`, one more batch changes the median
     by less than `rel_tol`; or at `max_samples`; or once `time_cap_s` of wall
     time has gone by (warm-up included), keeping what was measured.
+    `flush_l2=False` keeps the L2 warm between repetitions (cache-level
+    microbenchmarks); the default flushes it before each one.
     """
+
+    def once() -> float:
+        return timer.elapsed_ms(fn) if flush_l2 else timer.elapsed_ms(fn, flush=False)
+
     start = clock()
     launches = 0
     while True:
-        timer.elapsed_ms(fn)
+        once()
         launches += 1
         spent_ms = (clock() - start) * 1e3
         if launches >= policy.warmup_launches and spent_ms >= policy.warmup_ms:
@@ -129,7 +137,7 @@ def time_call(
     while True:
         n = policy.min_samples if not samples else policy.batch
         for _ in range(n):
-            samples.append(timer.elapsed_ms(fn))
+            samples.append(once())
             if clock() - start >= policy.time_cap_s:
                 return summarize(samples)
         if len(samples) >= policy.max_samples:
@@ -192,9 +200,10 @@ class CudaEventTimer:
         self._flush_buf.fill(self._flush_value)
         self._flush_read(self._flush_grid, (256,), (self._flush_buf, self._flush_n4, self._sink))
 
-    def elapsed_ms(self, fn: Callable[[], None]) -> float:
+    def elapsed_ms(self, fn: Callable[[], None], flush: bool = True) -> float:
         stream = self._cupy.cuda.get_current_stream()
-        self.flush_l2()
+        if flush:
+            self.flush_l2()
         self._start.record(stream)
         fn()
         self._end.record(stream)
