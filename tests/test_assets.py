@@ -127,6 +127,20 @@ def test_escape_fails_the_build_and_publishes_nothing(
     assert f"{WHERE}: error[{code}]" in capsys.readouterr().err
 
 
+def test_a_source_file_linked_from_outside_is_refused(
+        sample: Path, outside: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A capsule file that is a symlink to a file elsewhere would publish that file."""
+    (outside / "notes.md").write_bytes(b"---\ntitle: T\ntag: T\naccess: free\nkind: concept\n"
+                                       b"summary: S\n---\n" + MARK + b"\n")
+    (sample / CAP / "later.md").unlink()
+    (sample / CAP / "later.md").symlink_to(outside / "notes.md")
+    out = tmp_path / "out"
+    assert main(["--root", str(sample), "--templates", str(TEMPLATES), "build",
+                 "--out", str(out)]) != 0
+    assert f"{CAP}/later.md:1:1: error[asset.symlink]" in capsys.readouterr().err
+    assert not out.exists() or not any(MARK in p.read_bytes() for p in out.rglob("*") if p.is_file())
+
+
 def test_files_inside_content_are_published(sample: Path, tmp_path: Path) -> None:
     """A relative path through '..' or a symlink that stays inside the content folder is fine."""
     shared = sample / "content/courses/demo/figures"

@@ -1,7 +1,8 @@
 """Confinement: which files a page may pull into the site.
 
 A page pulls in files by path: an image in Markdown (`![alt](figures/x.svg)`),
-and the site's own static files. Every such path goes through `confine`, and
+the site's own static files, and the source files themselves (a capsule file
+that is a symlink to a file elsewhere would publish that file). Every such path goes through `confine`, and
 every read through `read_asset`, so one place decides what may be published.
 A path is published only when, after following every symlink, it names a
 regular file inside the folder it must stay in (`content/` for what a page
@@ -60,13 +61,13 @@ def _within(path: Path, folder: Path) -> bool:
 Problem = tuple[str, str, str | None]  # code, message, hint
 
 
-def confine(ref: str, base: Path, within: Path,
-            max_bytes: int = DEFAULT_MAX_BYTES) -> Asset | Refused:
+def confine(ref: str, base: Path, within: Path, max_bytes: int = DEFAULT_MAX_BYTES,
+            what: str = "image file") -> Asset | Refused:
     """The file that `ref`, written in a file of folder `base`, names, if it may be published:
     a regular file inside `within` (after every symlink), of at most `max_bytes`.
 
     `ref` is a path as written in a page (percent-escapes are decoded, as a browser
-    would); `base` and `within` are folders on disk.
+    would); `base` and `within` are folders on disk; `what` names the file in messages.
     """
     name = unquote(ref).replace("\\", "/")
     shown = f"'{ref}'"
@@ -79,9 +80,9 @@ def confine(ref: str, base: Path, within: Path,
         real = lexical.resolve(strict=True)
         info = os.stat(real)
     except FileNotFoundError:
-        return Refused("image.missing", f"image file {shown} does not exist")
+        return Refused("image.missing", f"{what} {shown} does not exist")
     except (OSError, RuntimeError) as exc:  # a symlink loop, a folder that cannot be read
-        return Refused("image.missing", f"image file {shown} cannot be read: {exc}")
+        return Refused("image.missing", f"{what} {shown} cannot be read: {exc}")
     problem = _kind(info, shown) or _placed(real, info, shown, within.resolve(), max_bytes)
     if problem is not None:
         return Refused(*problem)

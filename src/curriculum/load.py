@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from curriculum.assets import Refused, confine, read_asset
 from curriculum.errors import Diagnostics, Loc, rel
 from curriculum.yamlio import Positions, load_yaml
 
@@ -58,9 +59,28 @@ def split_front_matter(text: str, file: str, diags: Diagnostics) -> tuple[str, s
     return None
 
 
-def _read_text(path: Path, file: str, diags: Diagnostics) -> str | None:
+SOURCE_MAX_BYTES = 16 * 1024 * 1024
+
+
+def _source_name(path: Path, root: Path) -> str:
+    """A source file's project-relative name as found, not where a symlink leads."""
     try:
-        return path.read_text(encoding="utf-8").replace("\r\n", "\n")
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return rel(path, root)
+
+
+def _read_text(root: Path, path: Path, file: str, diags: Diagnostics) -> str | None:
+    """A source file's text; like any file the site publishes, it must be a regular file
+    inside its folder (`content/` or `paths/`) after following symlinks."""
+    folder = root / file.split("/", 1)[0]
+    found = confine(file, root, folder, SOURCE_MAX_BYTES, what="source file")
+    if isinstance(found, Refused):
+        code = "file.read" if found.code == "image.missing" else found.code
+        diags.error(Loc(file, 1, 1), code, found.message, found.hint)
+        return None
+    try:
+        return read_asset(found, SOURCE_MAX_BYTES).decode("utf-8").replace("\r\n", "\n")
     except UnicodeDecodeError as exc:
         diags.error(Loc(file, 1, 1), "file.encoding", f"not UTF-8: {exc.reason}")
     except OSError as exc:
@@ -70,8 +90,8 @@ def _read_text(path: Path, file: str, diags: Diagnostics) -> str | None:
 
 def _yaml_doc(root: Path, path: Path, kind: str, doc_id: str, diags: Diagnostics,
               course: str | None = None) -> RawDoc | None:
-    file = rel(path, root)
-    text = _read_text(path, file, diags)
+    file = _source_name(path, root)
+    text = _read_text(root, path, file, diags)
     if text is None:
         return None
     data, pos = load_yaml(text, file, diags)
@@ -84,12 +104,12 @@ def _yaml_doc(root: Path, path: Path, kind: str, doc_id: str, diags: Diagnostics
 
 def _markdown_doc(root: Path, path: Path, kind: str, diags: Diagnostics,
                   course: str | None = None) -> RawDoc | None:
-    file = rel(path, root)
+    file = _source_name(path, root)
     if not ID_FILE.match(path.stem):
         diags.error(Loc(file, 1, 1), "file.name",
                     f"'{path.name}': file names are ids: lower-case letters, digits and hyphens")
         return None
-    text = _read_text(path, file, diags)
+    text = _read_text(root, path, file, diags)
     if text is None:
         return None
     parts = split_front_matter(text, file, diags)
