@@ -4,8 +4,10 @@
 sums each warp's 32 values with shuffles and issues one atomicAdd a warp a
 trip. Both produce the same counters: warp-trip e (e = trip * warps + warp)
 adds the sum over its lanes of salt[lane] + trip to counter e mod
-`addresses`. `items` counts the 2^22 logical additions for both versions, so
-their `ns_per_item` compare directly. CuPy is imported inside functions only.
+`addresses`. `03_global_add_lanes` makes the same additions lane by lane, each
+thread-trip g on counter g mod `addresses`, so the lanes of a warp hit different
+words. `items` counts the 2^22 logical additions for every version, so their
+`ns_per_item` compare directly. CuPy is imported inside functions only.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ def _inputs(shape: Shape, rng: Any) -> Arrays:
 
 
 def _reference(x64: Arrays, shape: Shape) -> Arrays:
+    """01 and 02: warp-trip e adds the sum of its lanes' values to counter e mod addresses."""
     salt = x64["salt"]
     xp = _xp(salt)
     addresses = shape["addresses"]
@@ -59,6 +62,18 @@ def _reference(x64: Arrays, shape: Shape) -> Arrays:
     trip = event // WARPS
     per_event = salt.sum() + 32.0 * trip  # the sum over one warp's lanes of salt[l] + trip
     counts = xp.bincount(event & (addresses - 1), weights=per_event, minlength=addresses)
+    return {"counters": counts.astype(xp.float64)}
+
+
+def _reference_lanes(x64: Arrays, shape: Shape) -> Arrays:
+    """03: thread-trip g (lane g mod 32) adds salt[lane] + trip to counter g mod addresses."""
+    salt = x64["salt"]
+    xp = _xp(salt)
+    addresses = shape["addresses"]
+    g = xp.arange(ADDS)
+    trip = g // THREADS
+    values = salt[g % 32] + trip
+    counts = xp.bincount(g & (addresses - 1), weights=values, minlength=addresses)
     return {"counters": counts.astype(xp.float64)}
 
 
@@ -77,13 +92,13 @@ def _launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None
     )
 
 
-def _benchmark(name: str, match: str, convention: str) -> Benchmark:
+def _benchmark(name: str, match: str, convention: str, reference: Any = _reference) -> Benchmark:
     return Benchmark(
         name=name,
         match=match,
         inputs=_inputs,
         outputs={"counters": OutputSpec(shape=lambda s: (s["addresses"],), dtype="uint32")},
-        reference=_reference,
+        reference=reference,
         launch=_launch,
         flops=lambda s: 0.0,
         bytes=lambda s: 0.0,
@@ -115,11 +130,19 @@ WARP_AGGREGATED = _benchmark(
     "atomicAdds (one a warp a trip) after a 5-step shuffle sum, plus the counters' memset",
 )
 
+GLOBAL_ADD_LANES = _benchmark(
+    "global_add_lanes",
+    "*_global_add_lanes",
+    "no FLOPs or bytes counted; the same 2^22 atomicAdds of 4 bytes as global_add, each "
+    "thread-trip on its own counter (lanes of a warp on different words), plus the memset",
+    reference=_reference_lanes,
+)
+
 SUITE = Suite(
     topic="atomics",
-    benchmarks=[GLOBAL_ADD, WARP_AGGREGATED],
+    benchmarks=[GLOBAL_ADD, WARP_AGGREGATED, GLOBAL_ADD_LANES],
     description=(
         "Atomic contention: global atomicAdd over 1 to 2^20 counters, one a thread against "
-        "one a warp after a shuffle reduction."
+        "one a warp after a shuffle reduction, and with a warp's lanes on different counters."
     ),
 )

@@ -20,7 +20,7 @@ from microbench_checks import (
 
 from curriculum.bench.suites import LoadedSuite, load_suite, plan_cases
 
-STEMS = ["01_global_add", "02_warp_aggregated"]
+STEMS = ["01_global_add", "02_warp_aggregated", "03_global_add_lanes"]
 ADDRESSES = (1, 32, 1024, 1048576)
 
 
@@ -80,8 +80,27 @@ def test_reference_is_the_kernels_in_numpy(module: ModuleType, addresses: int) -
     )
 
 
+@pytest.mark.parametrize("addresses", ADDRESSES)
+def test_lanes_reference_is_the_kernel_in_numpy(module: ModuleType, addresses: int) -> None:
+    rng = np.random.default_rng(addresses + 1)
+    salt = rng.integers(1, 8, size=32).astype(np.uint32)
+    ref = module._reference_lanes({"salt": salt.astype(np.float64)}, {"addresses": addresses})
+    counters = np.zeros(addresses, dtype=np.uint64)
+    thread = np.arange(module.THREADS)
+    for k in range(module.ITERS):  # as the kernel: thread-trip g on counter g & (addresses - 1)
+        g = k * module.THREADS + thread
+        np.add.at(counters, g & (addresses - 1), salt[thread % 32].astype(np.uint64) + k)
+    assert counters.max() < 2**32
+    np.testing.assert_array_equal(ref["counters"], counters.astype(np.float64))
+    # the same total as 01 and 02: only where the additions land differs
+    total = module._reference({"salt": salt.astype(np.float64)}, {"addresses": 1})["counters"]
+    assert ref["counters"].sum() == total.sum()
+
+
 def test_launch_zeroes_counters_then_launches(module: ModuleType, loaded: LoadedSuite) -> None:
-    for stem, entry in zip(STEMS, ("global_add", "warp_aggregated"), strict=True):
+    for stem, entry in zip(
+        STEMS, ("global_add", "warp_aggregated", "global_add_lanes"), strict=True
+    ):
         version = version_named(loaded, stem)
         rec = RecordingModule()
         counters = np.full(1024, 7, dtype=np.uint32)
