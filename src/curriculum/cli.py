@@ -1,6 +1,6 @@
 """The `curriculum` command: a thin layer over the pipeline.
 
-    curriculum build [--edition public|member|all] [--out DIR] [--strict]
+    curriculum build [--edition public|member|all] [--out DIR] [--strict] [--bench]
     curriculum check [--strict] [--site]
     curriculum serve [--edition member] [--port 8000] [--open]
     curriculum new capsule|question|drill|path ID [...]
@@ -48,6 +48,12 @@ def _escape_markup(text: str) -> str:
 def cmd_build(args: argparse.Namespace) -> int:
     from curriculum.build import build
 
+    if args.bench:
+        status = bench_before_build(args.root)
+        if status != 0:
+            _console().print(f"[red]build stopped[/]: `curriculum bench` exited {status}; "
+                             "nothing was written")
+            return status
     editions = None if args.edition in (None, "all") else [args.edition]
     started = time.perf_counter()
     console = _console()
@@ -60,6 +66,34 @@ def cmd_build(args: argparse.Namespace) -> int:
     warnings = len(result.diagnostics.warnings)
     _console().print(f"done in {time.perf_counter() - started:.2f} s, {warnings} warning(s)")
     return 0
+
+
+def bench_before_build(root: Path) -> int:
+    """`build --bench`: on a machine with a usable GPU, run `curriculum bench` with its
+    defaults (every case whose result is missing or stale; fresh ones are kept), so the
+    build that follows cites current figures. Without one, say so and skip it (0)."""
+    try:
+        from curriculum.bench import cli as bench_cli
+        from curriculum.bench.cupy_backend import open_cupy_backend
+        from curriculum.bench.errors import NoGpuError
+    except ImportError as exc:
+        _console().print(f"[yellow]--bench: skipping the benchmarks[/]: the bench cannot be "
+                         f"imported here ({_escape_markup(str(exc))}); building from the "
+                         "committed results")
+        return 0
+    try:
+        open_cupy_backend().release()
+    except NoGpuError as exc:
+        _console().print(f"[yellow]--bench: skipping the benchmarks[/]: no usable GPU "
+                         f"({_escape_markup(str(exc))}); building from the committed results, "
+                         "so missing and stale figures stay marked as such")
+        return 0
+    _console().print("--bench: GPU found; running the missing and stale cases first")
+    bench_args = argparse.ArgumentParser(add_help=False)
+    bench_cli.configure(bench_args)
+    options = bench_args.parse_args([])
+    options.root = root
+    return int(bench_cli.run(options))
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -186,6 +220,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--edition", default="all", help="public, member or all (default: all)")
     b.add_argument("--out", type=Path, default=None, help="output folder (default: build/)")
     b.add_argument("--strict", action="store_true", help="treat every warning as an error")
+    b.add_argument("--bench", action="store_true",
+                   help="first run `curriculum bench` for missing and stale cases when a GPU "
+                   "is present (skipped, with a note, when none is)")
     b.set_defaults(func=cmd_build)
 
     c = sub.add_parser("check", help="validate content and figures without rendering")
