@@ -1,10 +1,11 @@
 """Merge results files of one GPU model into kernels/results/<gpu>.json.
 
-    python scripts/merge_results.py /work/.device/7/nvidia-h200.json [...]
+    python scripts/merge_results.py OTHER/nvidia-h200.json [...]
 
 For each (case, shape) the case from the newer run wins; runs no case cites
-are dropped except the newest. Used when several device calls each bring back
-their own copy of the file.
+are dropped except the newest. Used when several machines with the same GPU
+model each ran part of the suites (`curriculum bench --only ...`) and each
+brought back its own copy of the file.
 """
 
 from __future__ import annotations
