@@ -2,7 +2,7 @@
 //
 // Idea against 01: the same stream, a quarter of the bytes. W is stored as signed 4-bit integers
 // q in -8..7 (kept as q + 8 in a nibble), 8 to a 32-bit word, with one bf16 scale s per row and per
-// group of 128 values along K: w = (q - 8) * s (the scales add 1/64 of the packed bytes). The mma
+// group of 128 values along K: w = (q - 8) * s (the scales add 1/32 of the packed bytes). The mma
 // layout and the cp.async ring are 01's; what changes is the step between shared memory and the mma,
 // and how the work is dealt out:
 // - Batch 1: four warps a 16-row tile, each over a contiguous quarter of K (a block is one tile, 128
