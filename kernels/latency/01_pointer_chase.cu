@@ -30,7 +30,8 @@
 // bits; steps >= 1. Registers (nvcc 13.0, sm_90a, -Xptxas -v): 13 per thread, no spills,
 // no shared memory.
 
-constexpr int CHASERS = 128;
+constexpr int CHASERS = 128;  // one-thread blocks, as CHASERS in suite.py
+static_assert(CHASERS <= 132, "no more chasers than an H200 has SMs");
 
 // next: the working set; the first 8 bytes of every 128-byte slot hold the address of the
 // next slot. starts, out: byte offsets from `next`, one per chaser.

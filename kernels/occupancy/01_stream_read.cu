@@ -12,7 +12,7 @@
 // Check: words in [0, 2^16); out is the exact sum of all words of the buffer (below 2^45, a
 // 64-bit integer); the launcher zeroes it before every launch.
 //
-// Expected bound: latency at low occupancy, HBM bandwidth at high. Little's law, estimate:
+// Expected bound: latency at low occupancy, HBM bandwidth at high. Estimate by Little's law:
 // 4.3 TB/s x ~0.8 us (loaded HBM latency) = 3.4 MB in flight, 26 KB per SM, about 13 warps
 // x 2 KB each: so ~1.1 TB/s at 4 warps per SM (0.9 ms for 1 GiB), ~2.2 at 8, and within a
 // few percent of the read ceiling from 16 warps up (~0.25 ms).

@@ -1,0 +1,180 @@
+"""The tensor-core suite without a GPU: its cases, FLOP counts equal to the same-FLOP cuBLAS
+shapes, one warp of 01 played out in NumPy through the PTX fragment layout of
+mma.m16n8k16, the shared-memory placement of 02 equal to the 128-byte swizzle its
+descriptors describe, and exact references; headers and ptxas resources (no wgmma
+serialization); plus an on-device check marked `gpu`."""
+
+from __future__ import annotations
+
+import sys
+from types import ModuleType
+
+import numpy as np
+import pytest
+from mb_suite_shim import (
+    assert_header,
+    assert_registers_recorded,
+    inputs_and_reference,
+    numpy_as_cupy,
+)
+from microbench_checks import KERNELS, check_on_device
+
+from curriculum.bench import kit
+from curriculum.bench.suites import LoadedSuite, load_suite, plan_cases
+
+STEMS = ["01_mma_sync_bf16", "02_wgmma_bf16"]
+
+
+@pytest.fixture(scope="module")
+def loaded() -> LoadedSuite:
+    return load_suite(KERNELS / "tensorcore")
+
+
+@pytest.fixture(scope="module")
+def suite(loaded: LoadedSuite) -> ModuleType:
+    return sys.modules["curriculum_suite_tensorcore"]
+
+
+def test_cases_and_comparisons(loaded: LoadedSuite) -> None:
+    assert [v.stem for v in loaded.versions] == STEMS
+    labels = [(c.version.stem, c.shape_label, c.headline) for c in plan_cases([loaded])]
+    assert labels == [
+        ("01_mma_sync_bf16", "iters=4096", True),
+        ("02_wgmma_bf16", "iters=2048", True),
+    ]
+    mma, wgmma = (loaded.claims[s] for s in STEMS)
+    assert mma.roofline.compute == "gemm_bf16" and mma.roofline.bandwidth is None
+    assert not wgmma.bounded  # a loop with no memory traffic may beat the cuBLAS GEMM
+    assert wgmma.version_options == {"02_wgmma_bf16": ("-arch=sm_90a",)}
+    for bench in (mma, wgmma):
+        assert [b.name.startswith("cuBLAS bf16 GEMM (torch.matmul") for b in bench.candidates] == [
+            True
+        ]
+        assert not bench.flush_l2
+
+
+@pytest.mark.parametrize("iters", [1, 2048, 4096])
+def test_flops_equal_the_library_shapes(suite: ModuleType, iters: int) -> None:
+    shape = {"iters": iters}
+    m, n, k = suite.mma_library_shape(shape)
+    assert suite.mma_flops(shape) == 2 * m * n * k == 4224 * 8 * iters * 4096
+    m, n, k = suite.wgmma_library_shape(shape)
+    assert suite.wgmma_flops(shape) == 2 * m * n * k == 132 * 2 * 4 * iters * 2 * 64 * 256 * 16
+
+
+def _lane_fragments(a: np.ndarray, b: np.ndarray, lane: int) -> tuple[list, list, list]:
+    """What lane `lane` of 01 loads (A 16x16, B 16x8), as (row, col) of each element, in
+    register order; and where it stores its four accumulators."""
+    g, t = lane // 4, lane % 4
+    a_idx = [
+        (g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1),
+        (g, 2 * t + 8), (g, 2 * t + 9), (g + 8, 2 * t + 8), (g + 8, 2 * t + 9),
+    ]  # fmt: skip
+    b_idx = [(2 * t, g), (2 * t + 1, g), (2 * t + 8, g), (2 * t + 9, g)]
+    d_idx = [(g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1)]
+    return a_idx, b_idx, d_idx
+
+
+def test_source_loads_the_fragments_the_replay_assumes(loaded: LoadedSuite) -> None:
+    src = next(v for v in loaded.versions if v.stem == "01_mma_sync_bf16").source
+    for expr in (
+        "a[0] = pack2(A, g * 16 + 2 * t, g * 16 + 2 * t + 1);",
+        "a[1] = pack2(A, (g + 8) * 16 + 2 * t, (g + 8) * 16 + 2 * t + 1);",
+        "a[2] = pack2(A, g * 16 + 2 * t + 8, g * 16 + 2 * t + 9);",
+        "a[3] = pack2(A, (g + 8) * 16 + 2 * t + 8, (g + 8) * 16 + 2 * t + 9);",
+        "b[j][0] = pack2(bj, (2 * t) * 8 + g, (2 * t + 1) * 8 + g);",
+        "b[j][1] = pack2(bj, (2 * t + 8) * 8 + g, (2 * t + 9) * 8 + g);",
+        "d + g * 8 + 2 * t) = make_float2(acc[j][0], acc[j][1]);",
+        "d + (g + 8) * 8 + 2 * t) = make_float2(acc[j][2], acc[j][3]);",
+    ):
+        assert expr in src, expr
+
+
+def test_one_warp_through_the_ptx_layout(loaded: LoadedSuite) -> None:
+    """PTX ISA, mma.m16n8k16 .bf16: a_i at row g (+8 for i in 2,3,6,7), col 2t + i%2 (+8 for
+    i >= 4); b_i at row 2t + i%2 (+8 for i >= 2), col g; c_i at row g (+8 for i >= 2), col
+    2t + i%2. Rebuild A and B from what the 32 lanes hold, multiply, scatter back."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(-1, 2, (16, 16)).astype(np.float64)
+    b = rng.integers(-1, 2, (16, 8)).astype(np.float64)
+    a_seen, b_seen = np.full((16, 16), np.nan), np.full((16, 8), np.nan)
+    held = {}
+    for lane in range(32):
+        a_idx, b_idx, d_idx = _lane_fragments(a, b, lane)
+        g, t = lane // 4, lane % 4
+        for i, (r, c) in enumerate(a_idx):
+            ptx = (g + 8 * (i in (2, 3, 6, 7)), 2 * t + i % 2 + 8 * (i >= 4))
+            assert (r, c) == ptx
+            a_seen[ptx] = a[r, c]
+        for i, (r, c) in enumerate(b_idx):
+            ptx = (2 * t + i % 2 + 8 * (i >= 2), g)
+            assert (r, c) == ptx
+            b_seen[ptx] = b[r, c]
+        held[lane] = d_idx
+    assert not np.isnan(a_seen).any() and not np.isnan(b_seen).any()
+    d = a_seen @ b_seen
+    out = np.full((16, 8), np.nan)
+    for lane, d_idx in held.items():
+        g, t = lane // 4, lane % 4
+        for i, (r, c) in enumerate(d_idx):
+            assert (r, c) == (g + 8 * (i >= 2), 2 * t + i % 2)
+            out[r, c] = d[r, c]
+    np.testing.assert_array_equal(out, a @ b)
+
+
+def _tma_swizzle_128b(offset: int) -> int:
+    """Where TMA's 128-byte swizzle puts the byte at `offset` of a 1024-byte-aligned box:
+    address bits 4-6 XOR bits 7-9."""
+    return offset ^ (((offset >> 7) & 7) << 4)
+
+
+def test_wgmma_tiles_are_placed_as_tma_would(loaded: LoadedSuite) -> None:
+    src = next(v for v in loaded.versions if v.stem == "02_wgmma_bf16").source
+    assert "return static_cast<unsigned>(r * 128 + ((c ^ (r & 7)) << 4));" in src
+    assert "(n8 / 8) * B_BOX_BYTES + swizzled(k, n8 % 8)" in src
+    assert "fence.proxy.async.shared::cta" in src and "wgmma.fence.sync.aligned" in src
+
+    def swizzled(r: int, c: int) -> int:
+        return r * 128 + ((c ^ (r & 7)) << 4)
+
+    # A: 128 rows x 64 bf16, K-major rows of 128 bytes; chunk c holds k = 8c .. 8c + 7.
+    placed = {swizzled(r, c) for r in range(128) for c in range(8)}
+    assert placed == set(range(0, 128 * 128, 16))
+    for r in range(128):
+        for c in range(8):
+            assert swizzled(r, c) == _tma_swizzle_128b(r * 128 + c * 16)
+    # B: 4 boxes of 64 columns x 64 k-rows, box after box (8192 bytes each).
+    for k in range(64):
+        for n8 in range(32):
+            logical = (n8 // 8) * 8192 + k * 128 + (n8 % 8) * 16
+            assert (n8 // 8) * 8192 + swizzled(k, n8 % 8) == _tma_swizzle_128b(logical)
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_references_are_exact_integers(loaded: LoadedSuite, stem: str) -> None:
+    bench = loaded.claims[stem]
+    inputs, ref = inputs_and_reference(bench, dict(bench.headline))
+    with numpy_as_cupy():
+        for bits in inputs.values():
+            assert set(np.unique(kit.bf16_bits_to_float64(bits)).tolist()) == {-1.0, 0.0, 1.0}
+    d = ref["d"]
+    assert np.array_equal(d, np.round(d)) and np.abs(d).max() < 2**24
+    assert np.abs(d).max() > 0
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_header_and_registers(loaded: LoadedSuite, stem: str) -> None:
+    version = next(v for v in loaded.versions if v.stem == stem)
+    assert_header(version)
+    regs, smem, _ = assert_registers_recorded(version)
+    assert smem == 0  # 02's tiles are dynamic shared memory
+    assert regs <= (64 if stem.startswith("01") else 255)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("stem", STEMS)
+def test_on_the_gpu(loaded: LoadedSuite, stem: str) -> None:
+    version = next(v for v in loaded.versions if v.stem == stem)
+    bench = loaded.claims[stem]
+    assert check_on_device(loaded, version, {"iters": 64}) <= bench.tolerance
+    assert check_on_device(loaded, version, dict(bench.headline)) <= bench.tolerance
