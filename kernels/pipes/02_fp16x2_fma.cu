@@ -17,28 +17,42 @@
 // 01), so 0.53 ms.
 //
 // Size constraints: grid = 1056 blocks of 256 threads; x holds 2 floats per thread (the two
-// halves of c), out 8 half2 per thread. Registers (nvcc 13.0, sm_90a, -Xptxas -v): 20 per
-// thread, no spills, no shared memory.
-
-#include <cuda_fp16.h>
+// halves of c), out 8 half2 per thread (as 32-bit words). Registers (nvcc 13.0, sm_90a,
+// -Xptxas -v): 20 per thread, no spills, no shared memory.
 
 constexpr int THREADS = 256;
 constexpr int CHAINS = 8;
 static_assert(THREADS % 32 == 0, "a block is a whole number of warps");
 
+// Two floats to a half2 (low half first), each rounded to nearest even: PTX, so the kernel
+// needs no header (NVRTC does not always find cuda_fp16.h).
+__device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
+    unsigned short l, h;
+    asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(l) : "f"(lo));
+    asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(h) : "f"(hi));
+    return static_cast<unsigned>(l) | (static_cast<unsigned>(h) << 16);
+}
+
+// d = a * b + c on both halves, one rounding each (HFMA2).
+__device__ __forceinline__ unsigned hfma2(unsigned a, unsigned b, unsigned c) {
+    unsigned d;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS)
-fp16x2_fma(const float2* __restrict__ x, __half2* __restrict__ out, int iters) {
+fp16x2_fma(const float2* __restrict__ x, unsigned* __restrict__ out, int iters) {
     const long long i = (long long)blockIdx.x * THREADS + threadIdx.x;
     const float2 xi = x[i];
-    const __half2 c = __floats2half2_rn(xi.x, xi.y);
-    const __half2 b = __floats2half2_rn(0.75f, 0.75f);
-    __half2 a[CHAINS];
+    const unsigned c = pack_half2(xi.x, xi.y);
+    const unsigned b = pack_half2(0.75f, 0.75f);
+    unsigned a[CHAINS];
 #pragma unroll
-    for (int j = 0; j < CHAINS; ++j) a[j] = __floats2half2_rn(0.0625f * j, 0.0625f * (j + 1));
+    for (int j = 0; j < CHAINS; ++j) a[j] = pack_half2(0.0625f * j, 0.0625f * (j + 1));
 #pragma unroll 4
     for (int it = 0; it < iters; ++it) {
 #pragma unroll
-        for (int j = 0; j < CHAINS; ++j) a[j] = __hfma2(a[j], b, c);
+        for (int j = 0; j < CHAINS; ++j) a[j] = hfma2(a[j], b, c);
     }
 #pragma unroll
     for (int j = 0; j < CHAINS; ++j) out[i * CHAINS + j] = a[j];
