@@ -30,13 +30,15 @@ def test_estimate_renders_marked_with_its_arithmetic() -> None:
     html = render_tokens(parse("Decode takes {est:2.1 ms | 32 layers × 64 µs}."), {})
     assert ('<span class="est" tabindex="0"><span class="est-mark">≈</span>'
             '<span class="est-value">2.1 ms</span>'
-            '<span class="est-why" role="tooltip"> (estimate: 32 layers × 64 µs)</span></span>') in html
+            '<span class="est-why" role="tooltip"><span class="paren"> (</span>estimate: '
+            '32 layers × 64 µs<span class="paren">)</span></span></span>') in html
 
 
 def test_spec_renders_with_its_source() -> None:
     html = render_tokens(parse("HBM moves {spec:4.8 TB/s | NVIDIA H200 datasheet}."), {})
     assert ('<span class="spec" tabindex="0"><span class="spec-value">4.8 TB/s</span>'
-            '<span class="spec-why" role="tooltip"> (spec: NVIDIA H200 datasheet)</span></span>') in html
+            '<span class="spec-why" role="tooltip"><span class="paren"> (</span>spec: '
+            'NVIDIA H200 datasheet<span class="paren">)</span></span></span>') in html
 
 
 def test_markup_is_escaped_and_valid_xml() -> None:
@@ -50,7 +52,7 @@ def test_markup_is_escaped_and_valid_xml() -> None:
 def test_markup_spanning_lines_and_in_table_cells() -> None:
     html = render_tokens(parse("It takes {est:2 ms |\n2 × 1 ms}.\n\n| a |\n| - |\n| {est:1 s \\| x} |\n"), {})
     assert html.count('class="est"') == 2
-    assert "(estimate: 2 × 1 ms)" in html and "(estimate: x)" in html
+    assert "estimate: 2 × 1 ms<" in html and "estimate: x<" in html
 
 
 # --- malformed markup -------------------------------------------------------------------

@@ -397,15 +397,18 @@ def _render_figure_ref(self: Any, tokens: list[Token], idx: int, options: Any,
 
 def render_typed(kind: str, value: str, why: str) -> str:
     """An estimate or a spec-sheet constant: the value, marked, and what it rests on in a
-    note that shows on hover or focus (and that screen readers and print always read)."""
+    note that shows on hover or focus (and that screen readers, print and e-readers without
+    the site's styles read inline, in parentheses)."""
     from html import escape
 
     if kind == "est":
         return (f'<span class="est" tabindex="0"><span class="est-mark">\u2248</span>'
                 f'<span class="est-value">{escape(value)}</span>'
-                f'<span class="est-why" role="tooltip"> (estimate: {escape(why)})</span></span>')
+                f'<span class="est-why" role="tooltip"><span class="paren"> (</span>estimate: '
+                f'{escape(why)}<span class="paren">)</span></span></span>')
     return (f'<span class="spec" tabindex="0"><span class="spec-value">{escape(value)}</span>'
-            f'<span class="spec-why" role="tooltip"> (spec: {escape(why)})</span></span>')
+            f'<span class="spec-why" role="tooltip"><span class="paren"> (</span>spec: '
+            f'{escape(why)}<span class="paren">)</span></span></span>')
 
 
 def _render_typed(self: Any, tokens: list[Token], idx: int, options: Any,
