@@ -86,6 +86,8 @@ def test_malformed_markup_is_an_error(text: str, code: str, col: int, says: str)
     ("Peaks: 989 TFLOP/s, 67 TFLOPS, 1.9 PFLOP/s, 500 GFLOP/s.", ["989 TFLOP/s", "67 TFLOPS", "1.9 PFLOP/s", "500 GFLOP/s"]),
     ("A ridge at 206 FLOP/B, or 4 FLOP/byte.", ["206 FLOP/B", "4 FLOP/byte"]),
     ("It reaches 85% of the copy ceiling and 90 % of cuBLAS.", ["85% of", "90 % of"]),
+    ("Spelled out: 8 FLOP per byte, 4.8 TB per second, 2 milliseconds, 30 seconds, 1 second.",
+     ["8 FLOP per byte", "4.8 TB per second", "2 milliseconds", "30 seconds", "1 second"]),
     ("A row of a table | 1,024 | 12.5 ms |", ["12.5 ms"]),
     ("**2 ms** and [a link at 3 ms](https://x.org/5ms)", ["2 ms", "3 ms"]),
     ("No space: 1\u202fms; no-break: 2\u00a0µs.", ["1\u202fms", "2\u00a0µs"]),
@@ -95,7 +97,8 @@ def test_typed_numbers_found(text: str, numbers: list[str]) -> None:
 
 
 @pytest.mark.parametrize("text", [
-    "2 steps, 3 sms, 4 nsight runs, 8 warps, 16 bytes, 4 GiB, 32 layers",
+    "2 steps, 3 sms, 4 nsight runs, 8 warps, 16 bytes, 4 GiB, 32 layers, 2 secondary, 5 seconded",
+    "work counts, not rates: 137.4 GFLOP, 66 TFLOP, 2 FLOPs per element, 48 cycles",
     "compiled for sm_90s and sm_90a; v2s; x86s",
     "the 1990s, the 80s, 10s of kernels",
     "85% faster, 90% done; 5%",

@@ -1,7 +1,8 @@
 """Prose lints: a performance number must say what kind of number it is.
 
 A number with a performance unit (s, ms, µs, us, ns, GB/s, TB/s, GFLOP/s,
-TFLOP/s, PFLOP/s, FLOP/B, FLOP/byte, "N% of ...") written as plain text in
+TFLOP/s, PFLOP/s, FLOP/B, FLOP/byte, "N% of ...", and the same units spelled
+out: "FLOP per byte", "TB per second", "milliseconds") written as plain text in
 prose is either measured, estimated or read off a spec sheet, and the reader
 cannot tell which. `prose.typed-number` (a warning; an error under `--strict`)
 asks for one of `{fig:...}`, `{est:value | arithmetic}` or
@@ -33,8 +34,10 @@ YAML_HINT = ("YAML fields are plain text, where no markup renders: say it withou
 
 _SPACE = r"[ \u00a0\u2009\u202f]?"
 _NUMBER = r"(?<![\w.,/\-])\d+(?:[.,]\d+)*"
+# Spelled-out forms ("FLOP per byte", "TB per second", "milliseconds") are the same units.
 _UNITS = (
-    r"(?:[GTP]FLOP/s|[GTP]FLOPS|FLOP/B|FLOP/byte|FLOPs?/byte|[GT]i?B/s"
+    r"(?:[GTP]FLOP/s|[GTP]FLOPS|FLOPs?/B|FLOPs?/byte|FLOPs? per byte|[GT]i?B/s"
+    r"|[GTP]FLOPs? per second|[GT]i?B per second|(?:milli|micro|nano)?seconds?"
     r"|ms|[µμu]s|ns|s)"
 )
 # A unit ends at the end of a word: "2 steps", "5 sms" and "3 nsight" are no times.
