@@ -63,6 +63,7 @@ ID_KEYS = frozenset({
     "id", "capsule", "question", "experiment", "lesson", "category", "access", "track",
     "script", "tag", "kind", "status", "default_from", "concepts", "prerequisites", "level",
     "max_tier", "courses", "capsules", "unit", "base_url", "language", "order", "hours",
+    "minutes", "widgets", "labs", "authors",
 })
 
 

@@ -276,9 +276,11 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
         if course is None:
             continue
         _check_course(doc, course, capsule_course, placement, diags)
+        lint_yaml(doc, diags)
         syl_doc, syllabus = syllabi.get(doc.id, (None, None))
         if syl_doc is not None and syllabus is not None:
             _check_syllabus(syl_doc, syllabus, course, diags)
+            lint_yaml(syl_doc, diags)
         courses[doc.id] = CourseEntry(doc.id, course, doc.positions.loc(()), tuple(course.parts),
                                       syllabus)
     if site:
