@@ -233,3 +233,69 @@ def test_drawn_charts_are_kept_and_reused(sample: Path, monkeypatch: pytest.Monk
     kept[0].unlink()  # a chart missing from the cache is drawn and kept again
     third, _, measurements = check_project(sample, TEMPLATES)
     assert not third.errors and kept[0].read_text().startswith("<?xml")
+
+
+def latency_results() -> ResultsFile:
+    """A pointer-chase sweep: shape key `kib`, items so ns_per_item is defined."""
+    base = results()
+    cases = []
+    for version, scale in (("01_pointer_chase", 1.0), ("02_pointer_chase_cg", 1.3)):
+        for kib, ns in ((16, 18.0), (1024, 140.0), (65536, 480.0), (1048576, 650.0)):
+            steps = 32768
+            c = case(version, "pointer_chase", kib, ns * scale * steps * 1e-6)
+            cases.append(
+                c.model_copy(
+                    update={
+                        "shape": {"kib": kib},
+                        "shape_label": f"kib={kib}",
+                        "items": float(steps),
+                        "items_label": "dependent loads",
+                    }
+                )
+            )
+    return base.model_copy(update={"cases": cases})
+
+
+def test_sweep_against_a_shape_key_on_log_axes(sources: Path) -> None:
+    spec = ChartSpec(
+        kind="sweep",
+        topic="memory",
+        field="ns_per_item",
+        x="kib",
+        x_label="working set (KiB)",
+        log_x=True,
+        log_y=True,
+        marks={"L1": 256, "L2": 51200},
+        alt="latency by working set",
+    )
+    svg = render_chart(spec, latency_results(), sources)
+    assert svg.startswith("<?xml") and "</svg>" in svg
+    for text in ("working set (KiB)", "1048576", "L1", "L2", "ns per item", "01 pointer_chase"):
+        assert text in svg, text
+    assert svg == render_chart(spec, latency_results(), sources)
+    plain = ChartSpec(kind="sweep", topic="memory", field="ns_per_item", x="kib", alt="x")
+    assert render_chart(plain, latency_results(), sources) != svg
+    h = chart_inputs_hash(plain, latency_results())
+    assert h != chart_inputs_hash(spec, latency_results())
+
+
+def test_category_sweep_takes_a_log_y_axis(sources: Path) -> None:
+    spec = ChartSpec(kind="sweep", topic="memory", field="ns_per_item", log_y=True, alt="y")
+    assert "kib=1048576" in render_chart(spec, latency_results(), sources)
+
+
+def test_sweep_options_are_checked() -> None:
+    with pytest.raises(ValidationError, match="sweep only"):
+        ChartSpec(kind="ladder", topic="memory", alt="x", x="kib")
+    with pytest.raises(ValidationError, match="need x"):
+        ChartSpec(kind="sweep", topic="memory", alt="x", log_x=True)
+    with pytest.raises(ValidationError, match="need x"):
+        ChartSpec(kind="sweep", topic="memory", alt="x", marks={"L2": 51200})
+    with pytest.raises(ValidationError, match="positive"):
+        ChartSpec(kind="sweep", topic="memory", alt="x", x="kib", log_x=True, marks={"z": 0})
+
+
+def test_sweep_against_a_missing_key_is_a_clear_error(sources: Path) -> None:
+    spec = ChartSpec(kind="sweep", topic="memory", alt="x", x="warps_per_sm")
+    with pytest.raises(ValueError, match="shape key 'warps_per_sm'"):
+        render_chart(spec, latency_results(), sources)

@@ -8,7 +8,10 @@ Three kinds:
 - `roofline`: log-log, the run's measured bandwidth ceilings as slanted lines
   and its compute ceilings as flat ones, each measured kernel at its
   (FLOP/byte, achieved FLOP/s) point.
-- `sweep`: `field` against shape, one line per version.
+- `sweep`: `field` against shape, one line per version. By default the shapes
+  are evenly spaced categories; `x: <shape key>` plots against that key's
+  value instead (with `log_x` / `log_y` for log axes, and `marks` for labelled
+  vertical lines, e.g. cache sizes on a working-set sweep).
 
 The same spec and results give byte-identical SVG: Matplotlib's defaults (no
 user style), a fixed figure size, a fixed hash salt for element ids, text
@@ -26,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from curriculum.bench.api import VERSION_FILE
 from curriculum.results import CaseResult, ResultsFile
@@ -91,6 +94,33 @@ class ChartSpec(BaseModel):
     field: str = Field(default="pct_library", description="Case field to plot (ladder and sweep).")
     alt: str = Field(min_length=1, description="Text alternative read in place of the chart.")
     caption: str | None = Field(default=None, description="Caption shown under the chart.")
+    x: str | None = Field(
+        default=None,
+        description="Sweep only: a shape key (e.g. 'kib') whose value is the x axis, "
+        "instead of one evenly spaced position per shape.",
+    )
+    x_label: str | None = Field(
+        default=None, description="Sweep with x: the x axis label (default: the key)."
+    )
+    log_x: bool = Field(default=False, description="Sweep with x: a log-2 x axis.")
+    log_y: bool = Field(default=False, description="Sweep only: a log-10 y axis.")
+    marks: dict[str, float] | None = Field(
+        default=None,
+        description="Sweep with x: labelled vertical lines, label -> x value in the key's "
+        "unit (e.g. {'L2 50 MiB': 51200} on a kib axis).",
+    )
+
+    @model_validator(mode="after")
+    def _sweep_options(self) -> ChartSpec:
+        if self.kind != "sweep" and (
+            self.x or self.x_label or self.log_x or self.log_y or self.marks
+        ):
+            raise ValueError("x, x_label, log_x, log_y and marks apply to kind: sweep only")
+        if self.x is None and (self.x_label or self.log_x or self.marks):
+            raise ValueError("x_label, log_x and marks need x: the shape key to plot against")
+        if self.log_x and any(v <= 0 for v in (self.marks or {}).values()):
+            raise ValueError("marks on a log x axis must be positive")
+        return self
 
     @field_validator("field")
     @classmethod
@@ -180,6 +210,8 @@ def render_chart(spec: ChartSpec, results: ResultsFile, sources_root: Path) -> s
             _ladder(ax, spec, cases, _source_stems(sources_root, spec.topic))
         elif spec.kind == "roofline":
             _roofline(ax, spec, cases, results)
+        elif spec.x is not None:
+            _sweep_numeric(ax, spec, cases, spec.x)
         else:
             _sweep(ax, spec, cases)
         fig.tight_layout()
@@ -350,7 +382,70 @@ def _sweep(ax: Any, spec: ChartSpec, cases: list[CaseResult]) -> None:
     ax.set_xticks(range(len(shapes)), [lab for _, lab in shapes], rotation=20, ha="right")
     ax.set_ylabel(label)
     ax.set_xlabel("shape")
+    if spec.log_y:
+        ax.set_yscale("log")
     if spec.field in ("pct_library", "pct_roofline"):
         ax.axhline(100, color="#444444", linestyle="--", linewidth=1)
     ax.legend(fontsize=8)
     ax.set_title(f"{spec.topic}: {label} by shape", loc="left", fontsize=9)
+
+
+def _sweep_numeric(ax: Any, spec: ChartSpec, cases: list[CaseResult], key: str) -> None:
+    """`field` against the value of one shape key, one line per version; cases whose
+    other shape keys differ from the most common set are left out, as in `_sweep`."""
+    from matplotlib.ticker import NullLocator
+
+    get, label, _ = FIELDS[spec.field]
+    keyed = [c for c in cases if key in c.shape]
+    if not keyed:
+        keys = sorted({k for c in cases for k in c.shape})
+        raise ValueError(
+            f"chart: no case of {spec.topic!r} has the shape key {key!r} (keys: {', '.join(keys)})"
+        )
+    common = Counter(tuple(c.shape) for c in keyed).most_common(1)[0][0]
+    keyed = [c for c in keyed if tuple(c.shape) == common]
+    versions = sorted({c.version for c in keyed})
+    colors = _colors(versions)
+    xs: set[int] = set()
+    for version in versions:
+        pts = sorted(
+            (c.shape[key], y) for c in keyed if c.version == version and (y := get(c)) is not None
+        )
+        if spec.log_y:
+            pts = [(x, y) for x, y in pts if y > 0]
+        if not pts:
+            continue
+        xs.update(x for x, _ in pts)
+        ax.plot(
+            [x for x, _ in pts],
+            [y for _, y in pts],
+            marker="o",
+            color=colors[version],
+            label=_short(version),
+        )
+    if spec.log_x:
+        ax.set_xscale("log", base=2)
+    if spec.log_y:
+        ax.set_yscale("log")
+    ticks = sorted(xs)
+    ax.set_xticks(ticks, [str(t) for t in ticks], rotation=30, ha="right")
+    ax.xaxis.set_minor_locator(NullLocator())
+    for name, at in sorted((spec.marks or {}).items(), key=lambda kv: (kv[1], kv[0])):
+        ax.axvline(at, color="#777777", linestyle=":", linewidth=1)
+        ax.text(
+            at,
+            0.98,
+            f" {name}",
+            transform=ax.get_xaxis_transform(),
+            rotation=90,
+            va="top",
+            ha="right",
+            fontsize=7,
+            color="#555555",
+        )
+    ax.set_ylabel(label)
+    ax.set_xlabel(spec.x_label or key)
+    if spec.field in ("pct_library", "pct_roofline"):
+        ax.axhline(100, color="#444444", linestyle="--", linewidth=1)
+    ax.legend(fontsize=8)
+    ax.set_title(f"{spec.topic}: {label} by {spec.x_label or key}", loc="left", fontsize=9)
