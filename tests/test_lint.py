@@ -147,3 +147,10 @@ def test_strict_check_fails_on_a_typed_number(sample: Path) -> None:
     diags, _, _ = check_project(sample, Path(__file__).parents[1] / "templates")
     assert [d.code for d in diags.items if d.code == "prose.typed-number"] == ["prose.typed-number"]
     assert main(["--root", str(sample), "check", "--strict"]) == 1
+
+
+def test_table_of_contents_shows_the_values() -> None:
+    from curriculum.markdown import headings
+
+    [(_, _, text)] = headings(parse("## Decode in {est:23 ms | 112 GB ÷ 4.8 TB/s} at {spec:4.8 TB/s | sheet}\n"))
+    assert text == "Decode in ≈23 ms at 4.8 TB/s"

@@ -455,7 +455,15 @@ def headings(tokens: list[Token]) -> list[tuple[int, str, str]]:
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.tag in ("h2", "h3") and "id" in tok.attrs:
             inline = tokens[i + 1]
-            text = "".join(c.content for c in (inline.children or [])
-                           if c.type in ("text", "code_inline", "math_inline"))
+            text = "".join(_plain(c) for c in (inline.children or []))
             out.append((int(tok.tag[1]), str(tok.attrs["id"]), text.strip()))
     return out
+
+
+def _plain(tok: Token) -> str:
+    """A heading's inline token as text for a table of contents."""
+    if tok.type in ("text", "code_inline", "math_inline"):
+        return tok.content
+    if tok.type == "typed_number":
+        return ("\u2248" if tok.meta["kind"] == "est" else "") + tok.meta["value"]
+    return ""
