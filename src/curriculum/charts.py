@@ -66,6 +66,20 @@ FIELDS: dict[str, tuple[Callable[[CaseResult], float | None], str, str]] = {
     "cycles_per_item": (lambda c: c.cycles_per_item, "cycles per item (median)", "{:.3g}"),
 }
 
+LIBRARY_FIELDS = ("pct_library", "library_ms", "library_gbps", "library_tflops")
+
+
+def field_label(field: str, cases: list[CaseResult]) -> str:
+    """The axis label of `field`; a library field names the library that won every plotted
+    case (e.g. '% of cuDNN SDPA'), or says 'best library' when the winners differ."""
+    label = FIELDS[field][1]
+    if field not in LIBRARY_FIELDS:
+        return label
+    winners = {c.library for c in cases if c.library is not None}
+    name = winners.pop() if len(winners) == 1 else "best library"
+    return label.replace("library", name, 1)
+
+
 FIGSIZE = (7.2, 4.2)
 PALETTE = ["#3b6ea8", "#d9822b", "#4f9a5b", "#b8483e", "#7d62a8", "#8c6d4f", "#c964a2", "#6f7d8c"]
 RC = {
@@ -225,8 +239,9 @@ def _colors(names: list[str]) -> dict[str, str]:
 
 
 def _ladder(ax: Any, spec: ChartSpec, cases: list[CaseResult], stems: list[str]) -> None:
-    get, label, fmt = FIELDS[spec.field]
+    get, _, fmt = FIELDS[spec.field]
     headline = {c.version: c for c in cases if c.headline}
+    label = field_label(spec.field, list(headline.values()))
     versions = sorted(set(headline) | (set(stems) if spec.benchmark is None else set()))
     colors = _colors([c.benchmark for c in headline.values()])
     values: list[float | None] = [get(headline[v]) if v in headline else None for v in versions]
@@ -358,10 +373,11 @@ def _sweep_order(c: CaseResult) -> tuple[int, tuple[int, ...]]:
 
 
 def _sweep(ax: Any, spec: ChartSpec, cases: list[CaseResult]) -> None:
-    get, label, _ = FIELDS[spec.field]
+    get = FIELDS[spec.field][0]
     # Shapes with extra parameters (e.g. an input distribution) are not sizes.
     common = Counter(tuple(c.shape) for c in cases).most_common(1)[0][0]
     cases = [c for c in cases if tuple(c.shape) == common]
+    label = field_label(spec.field, cases)
     shapes = sorted({(_sweep_order(c), c.shape_label) for c in cases})
     position = {lab: i for i, (_, lab) in enumerate(shapes)}
     versions = sorted({c.version for c in cases})

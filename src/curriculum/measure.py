@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from curriculum.bench.staleness import Fingerprints, describe, stale_reason
 from curriculum.catalog import Body, Catalog
 from curriculum.errors import Diagnostics, Loc, did_you_mean, rel
-from curriculum.results import CaseResult, ResultsFile, Run, parse_results, source_hash
+from curriculum.results import CaseResult, ResultsFile, Run, check_text, source_hash
 from curriculum.yamlio import load_yaml
 
 CASE_FIELDS = ("ms", "us", "gbps", "tbps", "tflops", "pct_roofline", "pct_library", "rel_err",
@@ -39,6 +39,7 @@ class Figure:
     provenance: str
     stale: bool = False
     missing: bool = False
+    throttled: bool = False  # measured while the clocks were held down (see provenance)
 
 
 # Drawn charts, by the sha256 of everything drawn from (spec, cases, runs, drawing code and
@@ -154,7 +155,8 @@ class Measurements:
         prov = _provenance(case, run, field_name)
         if why:
             prov += f"; stale: {why}"
-        return Figure(format_value(field_name, value), value, prov, stale=why is not None)
+        return Figure(format_value(field_name, value), value, prov, stale=why is not None,
+                      throttled=case.throttled)
 
     def chart(self, yaml_text: str, file: str, line: int, diags: Diagnostics) -> Chart | None:
         key = hashlib.sha256(yaml_text.encode()).hexdigest()
@@ -247,10 +249,16 @@ def load_results(root: Path, primary: str, diags: Diagnostics) -> Measurements:
     for path in sorted((root / "kernels" / "results").glob("*.json")):
         file = rel(path, root)
         try:
-            results = parse_results(path.read_text(encoding="utf-8"))
-        except (ValidationError, ValueError) as exc:
+            checked, violations = check_text(path.read_text(encoding="utf-8"))
+        except ValueError as exc:  # not JSON at all
             diags.error(_json_loc(path, file, exc), "results.invalid", _first_error(exc))
             continue
+        for v in violations:  # every one, each at its line, with its case
+            diags.error(Loc(file, v.line, 1), v.code, v.text(),
+                        "re-run `curriculum bench` for the case; never edit a results file by hand")
+        if checked is None:
+            continue
+        results = checked
         if results.gpu_slug != path.stem:
             diags.error(Loc(file, 1, 1), "results.slug",
                         f"file holds gpu_slug '{results.gpu_slug}' but is named {path.name}")

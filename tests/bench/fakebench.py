@@ -35,6 +35,7 @@ _spent = [0.0]
 
 def options(root: Path, **kw: Any) -> BenchOptions:
     """Bench options for a fake project root, with a quick timing policy."""
+    kw.setdefault("cool_down_s", 0.0)
     return BenchOptions(root=root, policy=FAST_POLICY, **kw)
 
 

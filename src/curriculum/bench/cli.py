@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from curriculum.bench.errors import BenchError
-from curriculum.bench.runner import BenchOptions, BenchSummary, CaseOutcome, plan, run_bench
+from curriculum.bench.runner import (
+    COOL_DOWN_S,
+    BenchOptions,
+    BenchSummary,
+    CaseOutcome,
+    plan,
+    run_bench,
+)
 from curriculum.bench.suites import Case, parse_shard
 from curriculum.bench.timing import TimingPolicy
 
@@ -64,6 +71,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "buffers are not pooled, so a memory checker sees their bounds",
     )
     parser.add_argument(
+        "--cool-down",
+        metavar="SECONDS",
+        type=float,
+        default=COOL_DOWN_S,
+        help="wait this long before measuring a throttled case once more (default %(default)s)",
+    )
+    parser.add_argument(
         "--repeat",
         metavar="K",
         type=int,
@@ -105,6 +119,7 @@ def _options(args: argparse.Namespace) -> BenchOptions:
         check_only=args.check_only,
         repeat=args.repeat,
         policy=TimingPolicy(time_cap_s=args.time_cap),
+        cool_down_s=max(0.0, getattr(args, "cool_down", COOL_DOWN_S)),
     )
 
 

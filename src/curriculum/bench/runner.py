@@ -12,10 +12,14 @@ For each case (one version at one shape), in this order:
 4. time every library candidate at the same shape (once per benchmark and
    shape per run); a candidate that raises is recorded as unavailable, with
    the reason; the fastest one that ran is the case's library figure;
-5. place the time against the floor from this run's ceilings: a time more
+5. if the clocks were held down (power or thermal throttling) before or
+   after, wait `cool_down_s`, then time the kernel once more and record that
+   measurement, flagged `remeasured` (and `throttled` with its reasons if the
+   clocks were held down again);
+6. place the time against the floor from this run's ceilings: a time more
    than 3% under the floor is a measurement bug and is refused (a benchmark
    that no ceiling bounds has no floor and no % of roofline);
-6. merge the case into the results file, atomically, under the file lock.
+7. merge the case into the results file, atomically, under the file lock.
 
 A failed or refused case is reported and never recorded; the run goes on and
 its exit code is 1 at the end.
@@ -27,6 +31,7 @@ import contextlib
 import os
 import secrets
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -49,6 +54,7 @@ from curriculum.bench.suites import (
 )
 from curriculum.bench.timing import TimingPolicy
 from curriculum.results import (
+    CEILING_TOLERANCE,
     Baseline,
     CaseResult,
     Ceiling,
@@ -59,8 +65,12 @@ from curriculum.results import (
     UnavailableBaseline,
 )
 
-# A time this far under the roofline floor is a measurement bug, not a fast kernel.
-FLOOR_SLACK = 0.03
+# A time this far under the roofline floor is a measurement bug, not a fast kernel
+# (the same tolerance the results file is checked with on load).
+FLOOR_SLACK = CEILING_TOLERANCE
+
+# Seconds to let a throttled card cool before a case is measured again.
+COOL_DOWN_S = 5.0
 
 Status = Literal["recorded", "checked", "failed", "refused", "skipped"]
 
@@ -77,6 +87,7 @@ class BenchOptions:
     check_only: bool = False
     repeat: int = 1
     policy: TimingPolicy = field(default_factory=TimingPolicy)
+    cool_down_s: float = COOL_DOWN_S
 
 
 @dataclass
@@ -181,7 +192,7 @@ def run_bench(options: BenchOptions, backend: Backend, reporter: Reporter) -> Be
     summary.ceilings = dict(run.ceilings)
     store.record(path, info.slug, run_id, run)
     reporter.begin(len(todo))
-    harness = _Harness(backend, options.policy, run_id, run)
+    harness = _Harness(backend, options.policy, run_id, run, cool_down_s=options.cool_down_s)
     try:
         for case in todo:
             reporter.case_started(case)
@@ -300,11 +311,21 @@ class _Checked:
 class _Harness:
     """Per-run state: compiled modules and baseline timings shared across cases."""
 
-    def __init__(self, backend: Backend, policy: TimingPolicy, run_id: str, run: Run | None):
+    def __init__(
+        self,
+        backend: Backend,
+        policy: TimingPolicy,
+        run_id: str,
+        run: Run | None,
+        cool_down_s: float = COOL_DOWN_S,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.backend = backend
         self.policy = policy
         self.run_id = run_id
         self.run = run
+        self.cool_down_s = cool_down_s
+        self.sleep = sleep
         self._modules: dict[tuple[str, tuple[str, ...]], Any] = {}
         self._compile_errors: dict[tuple[str, tuple[str, ...]], str] = {}
         self._candidates: dict[tuple[str, str, str], Baseline | UnavailableBaseline] = {}
@@ -391,18 +412,40 @@ class _Harness:
         def launch() -> None:
             bench.launch(module, case.version, shape, checked.arrays)
 
-        stats = [self._time(bench, launch) for _ in range(max(1, repeat))]
-        stat = stats[0]
-        self.backend.synchronize()
-        passed, rel_after, messages = self._compare(bench, checked.outputs, checked.reference)
-        if not passed:
-            messages.insert(
-                0, "outputs wrong after the timed launches (state kept between launches?)"
-            )
-            return CaseOutcome(case, "failed", rel_err=rel_after, messages=messages)
+        def timed() -> tuple[list[Stat], CaseOutcome | None, float]:
+            stats = [self._time(bench, launch) for _ in range(max(1, repeat))]
+            self.backend.synchronize()
+            ok, rel, messages = self._compare(bench, checked.outputs, checked.reference)
+            if not ok:
+                messages.insert(
+                    0, "outputs wrong after the timed launches (state kept between launches?)"
+                )
+                return stats, CaseOutcome(case, "failed", rel_err=rel, messages=messages), rel
+            return stats, None, rel
+
+        stats, failed, rel_after = timed()
+        if failed is not None:
+            return failed
         measured, unavailable = self._library(case, checked.arrays)
         winner = min(measured, key=lambda b: b.stat.median_ms) if measured else None
         clocks_after = self.backend.clocks()
+        notes: list[str] = []
+        remeasured = False
+        if is_throttled(clocks_before, clocks_after):
+            first = ", ".join(throttle_reasons(clocks_before, clocks_after))
+            self.sleep(self.cool_down_s)
+            clocks_before = self.backend.clocks()
+            stats, failed, rel_after = timed()
+            if failed is not None:
+                return failed
+            clocks_after = self.backend.clocks()
+            remeasured = True
+            again = is_throttled(clocks_before, clocks_after)
+            notes.append(
+                f"clocks throttled ({first}): measured again after {self.cool_down_s:g} s "
+                + ("and still throttled" if again else "with clean clocks")
+            )
+        stat = stats[0]
 
         flops, nbytes = float(bench.flops(shape)), float(bench.bytes(shape))
         ms = stat.median_ms
@@ -424,11 +467,12 @@ class _Harness:
                     "data served from cache, or a kernel doing less work); not recorded"
                 ],
             )
-        notes = [f"ceiling(s) {missing} not measured; floor from the others"] if missing else []
+        if missing:
+            notes.append(f"ceiling(s) {missing} not measured; floor from the others")
         notes.extend(f"library candidate {u.name} unavailable: {u.reason}" for u in unavailable)
         throttled = is_throttled(clocks_before, clocks_after)
         reasons = throttle_reasons(clocks_before, clocks_after) if throttled else []
-        if throttled:
+        if throttled and not remeasured:
             notes.append(f"clocks throttled: {', '.join(reasons)}")
         items = float(bench.items(shape)) if bench.items is not None else None
         result = CaseResult(
@@ -452,6 +496,8 @@ class _Harness:
             tflops=flops / (ms * 1e-3) / 1e12,
             items=items,
             items_label=bench.items_label if items is not None else "",
+            bandwidth_ceiling=bench.roofline.bandwidth,
+            compute_ceiling=bench.roofline.compute,
             roofline_ms=floor,
             pct_roofline=100.0 * floor / ms if floor is not None else None,
             baselines=measured,
@@ -464,6 +510,7 @@ class _Harness:
             clocks_after=clocks_after,
             throttled=throttled,
             throttle_reasons=reasons,
+            remeasured=remeasured,
         )
         return CaseOutcome(
             case,
