@@ -15,7 +15,7 @@ from microbench_checks import KERNELS, check_on_device
 
 from curriculum.bench.suites import LoadedSuite, load_suite, plan_cases
 
-STEMS = ["01_fp32_fma", "02_fp16x2_fma", "03_int32_mad"]
+STEMS = ["01_fp32_fma", "02_fp16x2_fma", "03_int32_mad", "04_fp64_fma"]
 SAMPLE = 2048  # threads replayed in NumPy
 
 
@@ -36,13 +36,15 @@ def test_cases_and_op_counts(loaded: LoadedSuite) -> None:
         ("01_fp32_fma", "iters=8192", True),
         ("02_fp16x2_fma", "iters=8192", True),
         ("03_int32_mad", "iters=4096", True),
+        ("04_fp64_fma", "iters=4096", True),
     ]
     threads = 1056 * 256
-    fp32, fp16, int32 = (loaded.claims[s] for s in STEMS)
+    fp32, fp16, int32, fp64 = (loaded.claims[s] for s in STEMS)
+    assert fp64.flops({"iters": 4096}) == 2 * threads * 8 * 4096  # DFMA = 2
     assert fp32.flops({"iters": 8192}) == 2 * threads * 8 * 8192  # FMA = 2
     assert fp16.flops({"iters": 8192}) == 4 * threads * 8 * 8192  # HFMA2 = 4
     assert int32.flops({"iters": 4096}) == 2 * threads * 8 * 4096  # IMAD = 2
-    for bench in (fp32, fp16, int32):
+    for bench in (fp32, fp16, int32, fp64):
         assert not bench.bounded and not bench.flush_l2  # no ceiling bounds an FMA loop
 
 
@@ -109,3 +111,12 @@ def test_on_the_gpu(loaded: LoadedSuite, stem: str) -> None:
     version = next(v for v in loaded.versions if v.stem == stem)
     bench = loaded.claims[stem]
     assert check_on_device(loaded, version, dict(bench.headline)) <= bench.tolerance
+
+
+def test_fp64_replay_fits_the_tolerance(loaded: LoadedSuite, suite: ModuleType) -> None:
+    bench = loaded.claims["04_fp64_fma"]
+    inputs, ref = inputs_and_reference(bench, {"iters": 4096})
+    a = inputs["x"][:SAMPLE, None] + 0.125 * np.arange(8)
+    for _ in range(4096):  # float64 a * b + c rounds twice where a DFMA rounds once
+        a = a * suite.FMA_B + suite.FMA_C
+    assert rel_err(a, ref["out"][:SAMPLE]) < bench.tolerance / 10
