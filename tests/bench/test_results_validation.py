@@ -230,3 +230,38 @@ def test_curriculum_check_fails_with_file_line(
     for code, line in (("results.not-finite", want[0]), ("results.not-positive", want[1])):
         assert f"kernels/results/test-gpu.json:{line}:1: error[{code}]" in err, err
     assert "demo/01_copy @ n=134217728" in err
+
+
+def test_missing_field(measured: Path) -> None:
+    data = json.loads(measured.read_text())
+    del data["cases"][0]["tolerance"]
+    measured.write_text(json.dumps(data, indent=1))
+    found = violations(measured)
+    assert [(v.code, v.case) for v in found] == [("results.missing", "fake/01_copy_good @ n=1024")]
+
+
+def test_wrong_type_is_invalid(measured: Path) -> None:
+    edit_case(measured, "n=4096", lambda c: c.update(headline="maybe"))
+    assert codes(measured) == {"results.invalid"}
+
+
+def _sample(tmp_path: Path) -> Path:
+    site = tmp_path / "site"
+    shutil.copytree(SAMPLE, site, ignore=shutil.ignore_patterns(".cache"))
+    return site
+
+
+@pytest.mark.parametrize("touch", ["kernels/demo/suite.py", "kernels/demo/01_copy.cu"])
+def test_one_byte_of_a_suite_or_kernel_makes_strict_check_fail(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], touch: str
+) -> None:
+    site = _sample(tmp_path)
+    args = ["--root", str(site), "--templates", str(TEMPLATES), "check", "--strict"]
+    assert main(args) == 0
+    path = site / touch
+    path.write_bytes(path.read_bytes() + b"\n")
+    capsys.readouterr()
+    assert main(args) != 0
+    err = capsys.readouterr().err
+    assert "figure.stale" in err and "demo/01_copy" in err
+    assert main(args[:-1]) == 0  # a warning without --strict
