@@ -1,4 +1,5 @@
-"""Tensor-core peak: mma.sync (warp, registers) and wgmma (warpgroup, shared memory), bf16.
+"""Tensor-core peak: mma.sync (warp, registers) and wgmma (warpgroup, shared memory), bf16 and
+fp8 e4m3.
 
 Each version is a loop of tensor-core instructions on operands loaded once, so the figure is
 the instruction's throughput and nothing else. The comparison is the same run's cuBLAS bf16
@@ -65,6 +66,82 @@ def wgmma_library_shape(shape: Shape) -> tuple[int, int, int]:
     return (8448, 8192, 4 * shape["iters"])
 
 
+# --- wgmma fp8 ---------------------------------------------------------------
+
+F8_BK = 128  # e4m3 per 128-byte row
+F8_SMEM = WG_BM * F8_BK + WG_BN * F8_BK + 1024
+F8_FLOPS_PER_ITER = 2 * 4 * 2 * 64 * 256 * 32  # two warpgroups x four m64n256k32
+F8_ITERS = 2048
+E4M3 = {1: 0x38, -1: 0xB8, 0: 0x00}  # the e4m3 bytes of the three values used
+
+
+def wgmma_fp8_flops(shape: Shape) -> float:
+    return float(WG_BLOCKS * shape["iters"] * F8_FLOPS_PER_ITER)
+
+
+def wgmma_fp8_library_shape(shape: Shape) -> tuple[int, int, int]:
+    """An M x N x K GEMM with exactly the FLOPs of 03 at this shape."""
+    return (8448, 8192, 8 * shape["iters"])
+
+
+def ternary_e4m3(rng: Any, size: int) -> Any:
+    """e4m3 bytes of random integers in {-1, 0, 1}."""
+    import cupy
+
+    v = rng.integers(-1, 2, size=size)
+    return cupy.where(v > 0, E4M3[1], cupy.where(v < 0, E4M3[-1], E4M3[0])).astype(cupy.uint8)
+
+
+def e4m3_ternary_to_float64(a: Any) -> Any:
+    """The values of bytes made by ternary_e4m3 (the uint8 array or its float64 copy)."""
+    import cupy
+
+    b = a.astype(cupy.float64)
+    return cupy.where(b == E4M3[1], 1.0, cupy.where(b == E4M3[-1], -1.0, 0.0))
+
+
+def _f8_inputs(shape: Shape, rng: Any) -> Arrays:
+    return {"a": ternary_e4m3(rng, WG_BM * F8_BK), "b": ternary_e4m3(rng, WG_BN * F8_BK)}
+
+
+def _f8_reference(x64: Arrays, shape: Shape) -> Arrays:
+    import cupy
+
+    a = e4m3_ternary_to_float64(x64["a"]).reshape(WG_BM, F8_BK)
+    b = e4m3_ternary_to_float64(x64["b"]).reshape(WG_BN, F8_BK)  # N x K
+    return {"d": cupy.broadcast_to(a @ b.T, (WG_BLOCKS, WG_BM, WG_BN))}
+
+
+def _launch_f8(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
+    import numpy
+
+    fn = kit.kernel(module, version.name)
+    if fn.max_dynamic_shared_size_bytes < F8_SMEM:
+        fn.max_dynamic_shared_size_bytes = F8_SMEM
+    fn(
+        (WG_BLOCKS,),
+        (WG_THREADS,),
+        (arrays["a"], arrays["b"], arrays["d"], numpy.int32(shape["iters"]), numpy.int32(0)),
+        shared_mem=F8_SMEM,
+    )
+
+
+def scaled_mm_same_flops(arrays: Arrays, shape: Shape) -> Callable[[], None]:
+    """torch._scaled_mm (cuBLASLt fp8) at an M x N x K with the FLOPs of 03, bf16 out."""
+    import torch
+
+    m, n, k = wgmma_fp8_library_shape(shape)
+    device = torch.device("cuda", kit.torch_view(arrays["d"]).device.index)
+    a = torch.randn(m, k, device=device, dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+    bt = torch.randn(n, k, device=device, dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+    one = torch.ones((), device=device, dtype=torch.float32)
+
+    def run() -> None:
+        torch._scaled_mm(a, bt.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+    return kit.warmed(kit.on_cupy_stream(run))
+
+
 # --- shared ------------------------------------------------------------------
 
 
@@ -108,8 +185,8 @@ def _wg_reference(x64: Arrays, shape: Shape) -> Arrays:
 
     a = kit.bf16_bits_to_float64(x64["a"]).reshape(WG_BM, WG_BK)
     b = kit.bf16_bits_to_float64(x64["b"]).reshape(WG_BK, WG_BN)
-    prod = (a @ b) * shape["iters"]
-    return {"d": cupy.broadcast_to(prod, (WG_BLOCKS, WG_BM, WG_BN))}
+    # every iteration restarts the accumulator: the output is one A @ B, whatever iters is
+    return {"d": cupy.broadcast_to(a @ b, (WG_BLOCKS, WG_BM, WG_BN))}
 
 
 def _launch_wgmma(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
@@ -121,7 +198,7 @@ def _launch_wgmma(module: Any, version: Version, shape: Shape, arrays: Arrays) -
     fn(
         (WG_BLOCKS,),
         (WG_THREADS,),
-        (arrays["a"], arrays["b"], arrays["d"], numpy.int32(shape["iters"])),
+        (arrays["a"], arrays["b"], arrays["d"], numpy.int32(shape["iters"]), numpy.int32(0)),
         shared_mem=WG_SMEM,
     )
 
@@ -145,9 +222,9 @@ def cublas_same_flops(
 
 
 EXACT = (
-    "operands are integers in {-1, 0, 1}: every partial sum is an integer below 2^17, exact "
-    "in fp32, so the answer is exact; 1e-6 only absorbs nothing, while a wrong fragment, "
-    "descriptor or swizzle, or a skipped instruction, gives errors of order 1 (above 1e-2)"
+    "operands are integers in {-1, 0, 1}: every partial sum is an integer of at most 2^16, exact "
+    "in fp32, so the answer is exact (1e-6 leaves no room for any error), while a wrong "
+    "fragment or a skipped instruction gives errors of order 1"
 )
 
 MMA_SYNC = Benchmark(
@@ -181,7 +258,7 @@ MMA_SYNC = Benchmark(
 
 WGMMA = Benchmark(
     name="wgmma_bf16",
-    match="*_wgmma_*",
+    match="*_wgmma_bf16",
     inputs=_wg_inputs,
     outputs={"d": OutputSpec(shape=lambda s: (WG_BLOCKS, WG_BM, WG_BN), dtype="float32")},
     reference=_wg_reference,
@@ -193,7 +270,11 @@ WGMMA = Benchmark(
         "warpgroup, 2 warpgroups x 132 blocks; bytes = the fp32 accumulators written once"
     ),
     tolerance=1e-6,
-    tolerance_reason=EXACT,
+    tolerance_reason=(
+        "operands are integers in {-1, 0, 1} and every iteration restarts the accumulator, so "
+        "the output is A @ B over k = 64, integers below 2^7, exact however the tensor cores "
+        "round their additions; a wrong descriptor or swizzle gives errors of order 1"
+    ),
     shapes=[{"iters": WG_ITERS}],
     headline={"iters": WG_ITERS},
     # No compute ceiling: a loop with no memory traffic may beat the cuBLAS GEMM, and a
@@ -211,11 +292,45 @@ WGMMA = Benchmark(
     flush_l2=False,
 )
 
+WGMMA_FP8 = Benchmark(
+    name="wgmma_fp8",
+    match="*_wgmma_fp8",
+    inputs=_f8_inputs,
+    outputs={"d": OutputSpec(shape=lambda s: (WG_BLOCKS, WG_BM, WG_BN), dtype="float32")},
+    reference=_f8_reference,
+    launch=_launch_f8,
+    flops=wgmma_fp8_flops,
+    bytes=lambda s: float(WG_BLOCKS * WG_BM * WG_BN * 4),
+    work_convention=(
+        "1048576 FLOPs per wgmma m64n256k32 e4m3 (2 x 64 x 256 x 32), 4 per iteration per "
+        "warpgroup, 2 warpgroups x 132 blocks; bytes = the fp32 accumulators written once"
+    ),
+    tolerance=1e-6,
+    tolerance_reason=(
+        "operands are integers in {-1, 0, 1} and every iteration restarts the accumulator, so "
+        "the output is A @ B over k = 128, integers below 2^8, exact even with the reduced "
+        "accumulation width of fp8 wgmma; a wrong layout gives errors of order 1"
+    ),
+    shapes=[{"iters": F8_ITERS}],
+    headline={"iters": F8_ITERS},
+    roofline=Roofline(bandwidth=None, compute=None),
+    baselines=(
+        LibraryBaseline(
+            name="cuBLASLt fp8 GEMM (torch._scaled_mm, 8448x8192x16384, same FLOPs)",
+            make=scaled_mm_same_flops,
+        ),
+    ),
+    version_options={"03_wgmma_fp8": ("-arch=sm_90a",)},
+    items=lambda s: float(WG_BLOCKS * 2 * 4 * s["iters"]),
+    items_label="wgmma instructions",
+    flush_l2=False,
+)
+
 SUITE = Suite(
     topic="tensorcore",
-    benchmarks=[MMA_SYNC, WGMMA],
+    benchmarks=[MMA_SYNC, WGMMA, WGMMA_FP8],
     description=(
-        "Tensor-core peak in bf16: mma.sync from registers and wgmma from shared memory, "
-        "against the same run's cuBLAS GEMM of the same FLOPs."
+        "Tensor-core peak: bf16 mma.sync from registers, bf16 and fp8 wgmma from shared "
+        "memory, each against the same run's cuBLAS GEMM of the same FLOPs."
     ),
 )

@@ -22,7 +22,7 @@ from microbench_checks import KERNELS, check_on_device
 from curriculum.bench import kit
 from curriculum.bench.suites import LoadedSuite, load_suite, plan_cases
 
-STEMS = ["01_mma_sync_bf16", "02_wgmma_bf16"]
+STEMS = ["01_mma_sync_bf16", "02_wgmma_bf16", "03_wgmma_fp8"]
 
 
 @pytest.fixture(scope="module")
@@ -41,15 +41,20 @@ def test_cases_and_comparisons(loaded: LoadedSuite) -> None:
     assert labels == [
         ("01_mma_sync_bf16", "iters=4096", True),
         ("02_wgmma_bf16", "iters=2048", True),
+        ("03_wgmma_fp8", "iters=2048", True),
     ]
-    mma, wgmma = (loaded.claims[s] for s in STEMS)
+    mma, wgmma, fp8 = (loaded.claims[s] for s in STEMS)
     assert mma.roofline.compute == "gemm_bf16" and mma.roofline.bandwidth is None
-    assert not wgmma.bounded  # a loop with no memory traffic may beat the cuBLAS GEMM
+    assert not wgmma.bounded and not fp8.bounded  # a loop with no memory may beat cuBLAS
     assert wgmma.version_options == {"02_wgmma_bf16": ("-arch=sm_90a",)}
-    for bench in (mma, wgmma):
-        assert [b.name.startswith("cuBLAS bf16 GEMM (torch.matmul") for b in bench.candidates] == [
-            True
-        ]
+    assert fp8.version_options == {"03_wgmma_fp8": ("-arch=sm_90a",)}
+    for bench, lib in (
+        (mma, "cuBLAS bf16 GEMM"),
+        (wgmma, "cuBLAS bf16 GEMM"),
+        (fp8, "cuBLASLt fp8"),
+    ):
+        assert [b.name.split(" (")[0] for b in bench.candidates] == [lib]
+        assert "same FLOPs" in bench.candidates[0].name
         assert not bench.flush_l2
 
 
@@ -60,6 +65,8 @@ def test_flops_equal_the_library_shapes(suite: ModuleType, iters: int) -> None:
     assert suite.mma_flops(shape) == 2 * m * n * k == 4224 * 8 * iters * 4096
     m, n, k = suite.wgmma_library_shape(shape)
     assert suite.wgmma_flops(shape) == 2 * m * n * k == 132 * 2 * 4 * iters * 2 * 64 * 256 * 16
+    m, n, k = suite.wgmma_fp8_library_shape(shape)
+    assert suite.wgmma_fp8_flops(shape) == 2 * m * n * k == 132 * 2 * 4 * iters * 2 * 64 * 256 * 32
 
 
 def _lane_fragments(a: np.ndarray, b: np.ndarray, lane: int) -> tuple[list, list, list]:
@@ -150,13 +157,37 @@ def test_wgmma_tiles_are_placed_as_tma_would(loaded: LoadedSuite) -> None:
             assert (n8 // 8) * 8192 + swizzled(k, n8 % 8) == _tma_swizzle_128b(logical)
 
 
+def test_fp8_tiles_are_k_major_and_swizzled_like_a(loaded: LoadedSuite) -> None:
+    src = next(v for v in loaded.versions if v.stem == "03_wgmma_fp8").source
+    assert "m64n256k32.f32.e4m3.e4m3" in src and "}, %128, %129, p, 1, 1;" in src  # no trans
+    assert "tiles + A_BYTES + swizzled(r, c)) = B[e];" in src
+    assert "db[kk] = smem_desc(b_smem + kk * WGMMA_K, 16, SWIZZLE_ATOM);" in src
+
+
+@pytest.mark.parametrize("stem", ["02_wgmma_bf16", "03_wgmma_fp8"])
+def test_wgmma_restart_flag_is_a_runtime_value(loaded: LoadedSuite, stem: str) -> None:
+    """With a constant restart flag ptxas deletes the overwritten wgmma; `it & keep` with keep
+    passed as 0 at run time keeps every instruction and restarts every iteration."""
+    src = next(v for v in loaded.versions if v.stem == stem).source
+    assert "kk == 0 ? (it & keep) : 1" in src and "int iters, int keep)" in src
+
+
+def test_e4m3_bytes_decode(suite: ModuleType) -> None:
+    with numpy_as_cupy():
+        got = suite.e4m3_ternary_to_float64(np.array([0x38, 0xB8, 0x00], dtype=np.uint8))
+    np.testing.assert_array_equal(got, [1.0, -1.0, 0.0])
+    # e4m3: sign, 4 exponent bits (bias 7), 3 mantissa bits: 0x38 = 0 0111 000 = +2^0
+    assert suite.E4M3[1] == 0b0_0111_000 and suite.E4M3[-1] == 0b1_0111_000
+
+
 @pytest.mark.parametrize("stem", STEMS)
-def test_references_are_exact_integers(loaded: LoadedSuite, stem: str) -> None:
+def test_references_are_exact_integers(loaded: LoadedSuite, suite: ModuleType, stem: str) -> None:
     bench = loaded.claims[stem]
     inputs, ref = inputs_and_reference(bench, dict(bench.headline))
+    decode = suite.e4m3_ternary_to_float64 if "fp8" in stem else kit.bf16_bits_to_float64
     with numpy_as_cupy():
         for bits in inputs.values():
-            assert set(np.unique(kit.bf16_bits_to_float64(bits)).tolist()) == {-1.0, 0.0, 1.0}
+            assert set(np.unique(decode(bits)).tolist()) == {-1.0, 0.0, 1.0}
     d = ref["d"]
     assert np.array_equal(d, np.round(d)) and np.abs(d).max() < 2**24
     assert np.abs(d).max() > 0
