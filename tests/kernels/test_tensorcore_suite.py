@@ -51,7 +51,7 @@ def test_cases_and_comparisons(loaded: LoadedSuite) -> None:
     for bench, lib in (
         (mma, "cuBLAS bf16 GEMM"),
         (wgmma, "cuBLAS bf16 GEMM"),
-        (fp8, "cuBLASLt fp8"),
+        (fp8, "cuBLASLt fp8 GEMM"),
     ):
         assert [b.name.split(" (")[0] for b in bench.candidates] == [lib]
         assert "same FLOPs" in bench.candidates[0].name
