@@ -14,12 +14,12 @@
 // L2 hit, and with the L1 bypassed every load crosses the SM-to-L2 crossbar.
 //
 // Check: words in [0, 2^16); a thread's sum covers every word it read (passes x 2 x 4 words
-// < 2^26); the reference counts each thread's reads of each vector of its chunk.
+// < 2^27); the reference counts each thread's reads of each vector of its chunk.
 //
-// Expected bound: L2 bandwidth. Bytes = kib x 1024 x passes = 16 MiB x 128 = 2.15 GB at the
-// headline. Estimate: H100-class L2 is commonly measured at ~7-10 TB/s for hits (the figure
-// is not on the datasheet; the two partitions and the far-partition traffic make it lower
-// than the ~5.5 KB per clock of the slices would give), so ~0.2-0.3 ms.
+// Expected bound: L2 bandwidth. Bytes = kib x 1024 x passes = 16 MiB x 256 = 4.29 GB at the
+// headline. Estimate: the L2 hit bandwidth of H100-class parts is not on the datasheet and is
+// commonly measured at some 7-10 TB/s (lines in the far partition cross between the two
+// halves of the L2), so ~0.45-0.6 ms; 4 MiB takes a quarter of that, still 25 launch costs.
 //
 // Size constraints: kib a multiple of 8 (whole chunks); grid = kib / 8 blocks of 256 threads;
 // passes a multiple of 8. Registers (nvcc 13.0, sm_90a, -Xptxas -v): 32 per thread, no

@@ -117,7 +117,7 @@ L1_READ = _tile_bench("l1_read", "*_l1_read", "L1-resident global")
 # --- L2: kib KiB re-read `passes` times with the L1 bypassed ---------------------
 
 L2_KIB = [4096, 16384, 32768]
-L2_PASSES = 128
+L2_PASSES = 256
 
 
 def l2_blocks(shape: Shape) -> int:

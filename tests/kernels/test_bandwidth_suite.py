@@ -53,7 +53,7 @@ def test_cases_and_names(loaded: LoadedSuite) -> None:
 
 def test_work_model(loaded: LoadedSuite, suite: ModuleType) -> None:
     assert _bench(loaded, "01_smem_read").bytes({"passes": 256}) == 2112 * 256 * 64 * 256
-    assert _bench(loaded, "03_l2_read").bytes({"kib": 16384}) == 16 * 2**20 * 128
+    assert _bench(loaded, "03_l2_read").bytes({"kib": 16384}) == 16 * 2**20 * 256
     assert _bench(loaded, "04_hbm_read").bytes({"kib": 1048576}) == 2**30 + 4 * 32768
     assert suite.l2_blocks({"kib": 16384}) == 2048 and suite.hbm_blocks({"kib": 1048576}) == 32768
     with pytest.raises(ValueError):
