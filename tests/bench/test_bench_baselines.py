@@ -10,7 +10,7 @@ from fakebench import FakeBackend, kernel_source, options
 
 from curriculum.bench.runner import SilentReporter, run_bench
 from curriculum.measure import CASE_FIELDS, case_value
-from curriculum.results import read_results
+from curriculum.results import check_text, read_results
 
 SUITE = textwrap.dedent(
     """
@@ -78,6 +78,7 @@ SUITE = textwrap.dedent(
                 items_label="dependent loads",
                 flush_l2=False,
             ),
+            bench("mixed", "*_mixed_*", roofline=Roofline(bandwidth="copy", compute="gemm_bf16")),
         ],
     )
     """
@@ -91,6 +92,7 @@ def make_root(tmp_path: Path) -> Path:
     (topic / "01_copy_a.cu").write_text(kernel_source("01 copy a", "good", 0.8))
     (topic / "02_copy_b.cu").write_text(kernel_source("02 copy b", "good", 0.8))
     (topic / "03_chase_a.cu").write_text(kernel_source("03 chase", "good", 0.8))
+    (topic / "04_mixed_a.cu").write_text(kernel_source("04 mixed", "good", 0.8))
     return tmp_path
 
 
@@ -166,3 +168,22 @@ def test_item_fields_are_figure_fields() -> None:
     from curriculum.charts import FIELDS
 
     assert {"ns_per_item", "cycles_per_item"} <= set(FIELDS)
+
+
+def test_a_declared_ceiling_not_measured_is_left_out(tmp_path: Path) -> None:
+    """The fake card measures copy and read only: the floor comes from copy alone, and the
+    case records only the ceiling it was bounded by, so the file checks clean."""
+    root = make_root(tmp_path)
+    summary = run(root, only="fake/04_*")
+    assert summary.exit_code == 0
+    case = read_results(summary.results_path).case("fake/04_mixed_a")
+    assert case is not None
+    assert (case.bandwidth_ceiling, case.compute_ceiling) == ("copy", None)
+    outcome = summary.outcomes[0]
+    assert any("['gemm_bf16'] not measured" in m for m in outcome.messages)
+
+
+def test_every_file_the_runner_writes_checks_clean(tmp_path: Path) -> None:
+    root = make_root(tmp_path)
+    summary = run(root)
+    assert check_text(summary.results_path.read_text())[1] == []

@@ -7,6 +7,7 @@ when there is no usable device, before anything is measured or written.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -149,6 +150,9 @@ class CupyBackend:
 
     def release(self) -> None:
         self._cupy.get_default_memory_pool().free_all_blocks()
+        torch = sys.modules.get("torch")  # library candidates allocate through PyTorch's cache
+        if torch is not None and torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
 
 
 def _cuda_version(v: int) -> str:

@@ -496,8 +496,11 @@ class _Harness:
             tflops=flops / (ms * 1e-3) / 1e12,
             items=items,
             items_label=bench.items_label if items is not None else "",
-            bandwidth_ceiling=bench.roofline.bandwidth,
-            compute_ceiling=bench.roofline.compute,
+            # the ceilings the floor was taken from (a declared one not measured is left out)
+            bandwidth_ceiling=bench.roofline.bandwidth if bench.roofline.bandwidth not in missing
+            else None,
+            compute_ceiling=bench.roofline.compute if bench.roofline.compute not in missing
+            else None,
             roofline_ms=floor,
             pct_roofline=100.0 * floor / ms if floor is not None else None,
             baselines=measured,
