@@ -49,7 +49,7 @@ fp16x2_fma(const float2* __restrict__ x, unsigned* __restrict__ out, int iters) 
     unsigned a[CHAINS];
 #pragma unroll
     for (int j = 0; j < CHAINS; ++j) a[j] = pack_half2(0.0625f * j, 0.0625f * (j + 1));
-#pragma unroll 4
+#pragma unroll 16
     for (int it = 0; it < iters; ++it) {
 #pragma unroll
         for (int j = 0; j < CHAINS; ++j) a[j] = hfma2(a[j], b, c);

@@ -30,7 +30,7 @@ int32_mad(const unsigned* __restrict__ x, unsigned* __restrict__ out, int iters,
     const unsigned x0 = x[i];
 #pragma unroll
     for (int j = 0; j < CHAINS; ++j) a[j] = x0 + 0x9E3779B9u * j;
-#pragma unroll 4
+#pragma unroll 16
     for (int it = 0; it < iters; ++it) {
 #pragma unroll
         for (int j = 0; j < CHAINS; ++j) {

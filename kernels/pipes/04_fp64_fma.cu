@@ -31,7 +31,7 @@ fp64_fma(const double* __restrict__ x, double* __restrict__ out, int iters) {
     const double x0 = x[i];
 #pragma unroll
     for (int j = 0; j < CHAINS; ++j) a[j] = x0 + 0.125 * j;
-#pragma unroll 4
+#pragma unroll 16
     for (int it = 0; it < iters; ++it) {
 #pragma unroll
         for (int j = 0; j < CHAINS; ++j) a[j] = fma(a[j], B, C);
