@@ -5,8 +5,9 @@
 // clocks, so a sub-partition needs at least 4 independent FMAs ready each clock: here every
 // thread runs CHAINS = 8 independent chains a = fma(a, B, C) and every SM holds 2048 threads
 // (16 warps per sub-partition), 128 independent FMAs per sub-partition, far more than needed.
-// B and C are compile-time constants (an immediate and a constant-bank operand), so the
-// instruction is FFMA R, R, imm, c[] and no register-bank conflict can slow it. The loop is
+// B and C are compile-time constants: ptxas keeps B in one register, read through the
+// operand reuse cache, and C as an immediate (FFMA R, R, R.reuse, imm), so no register-bank
+// conflict can slow it. The loop is
 // unrolled 16 times, 128 FFMA per 3 loop instructions (add, compare, branch): a sub-partition
 // issues one instruction a clock, so loop overhead takes FMA issue slots (unrolled 4 times,
 // 3 per 32 would cap the rate at 91%).
