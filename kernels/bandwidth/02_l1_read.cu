@@ -1,9 +1,9 @@
 // 02 L1 read bandwidth: 128-bit global loads of a 16 KiB buffer that stays in every SM's L1
 //
 // Idea against 01: the same loop, thread layout and sums, but the 16 KiB is read from global
-// memory with ld.global.ca.v4 (LDG.128, cached in L1) instead of from shared memory. Every
-// block reads the same 16 KiB, so after the first pass of the first block on an SM every load
-// hits that SM's L1 (shared memory and L1 are the same 256 KiB array). The difference to 01 is
+// memory with plain ld.global.v4 (LDG.E.128, cached in L1 by default) instead of from shared
+// memory. Every block reads the same 16 KiB, so after the first pass of the first block on an
+// SM every load hits that SM's L1 (shared memory and L1 are the same 256 KiB array). The difference to 01 is
 // the cost of going through the L1's tag lookup and the global load path.
 //
 // The loads rotate over the buffer with the pass as in 01 (the same index formula), for the
@@ -39,7 +39,7 @@ l1_read(const uint4* __restrict__ src, unsigned* __restrict__ out, int passes) {
 #pragma unroll
             for (int k = 0; k < VECS; ++k) {
                 const unsigned off = (mine + rot + u * 512 + k * THREADS * 16) & MASK;
-                asm volatile("ld.global.ca.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];\n"
                              : "=r"(v[u][k].x), "=r"(v[u][k].y), "=r"(v[u][k].z), "=r"(v[u][k].w)
                              : "l"(reinterpret_cast<const unsigned char*>(src) + off));
             }

@@ -5,7 +5,9 @@
 // one random cyclic permutation over the slots of a working set of `kib` KiB, one slot per
 // 128-byte line (the L1 line; the L2 works in 32-byte sectors of it), each slot holding the
 // address of the next; a random order defeats the prefetchers and spreads the lines over
-// every L2 slice and DRAM bank. Loads use ld.global.ca (cache in L1 and L2), the default.
+// every L2 slice and DRAM bank. Loads are plain weak ld.global (LDG.E.64, cached in L1 and L2,
+// the default on sm_90); ld.global.ca compiles to LDG.E.64.STRONG.SM, an ordering this chase
+// does not need.
 // CHASERS = 128 one-thread blocks run the chase at once, each from its own starting point
 // spaced evenly around the cycle: at most one load per SM is in flight, far too few to load
 // any level, while together they touch 128 x steps lines per launch, so working sets larger
@@ -45,7 +47,7 @@ pointer_chase(const unsigned long long* __restrict__ next,
     unsigned long long p = base + starts[c];
 #pragma unroll 4
     for (int i = 0; i < steps; ++i) {
-        asm volatile("ld.global.ca.u64 %0, [%0];\n" : "+l"(p)::"memory");
+        asm volatile("ld.global.u64 %0, [%0];\n" : "+l"(p)::"memory");
     }
     out[c] = p - base;
 }
