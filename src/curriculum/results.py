@@ -340,47 +340,70 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _object_lines(obj: dict[str, Any], indent: str, first: tuple[str, ...] = ()) -> list[str]:
-    """An object written one key a line (values compact), keys in `first` on the opening line."""
-    head = [k for k in first if k in obj]
-    rest = [k for k in obj if k not in head]
-    opening = ", ".join(f"{_compact(k)}: {_compact(obj[k])}" for k in head)
-    lines = [indent + "{" + opening + ("," if opening and rest else "")]
-    for i, k in enumerate(rest):
-        lines.append(f"{indent} {_compact(k)}: {_compact(obj[k])}" + ("," if i < len(rest) - 1 else ""))
-    lines.append(indent + "}")
-    return lines
+# The lines of a case in the file, each a group of fields (in this order); a field not named
+# here gets a line of its own. The timing of the kernel, and of each library candidate, are
+# one line each, raw samples included.
+CASE_LINES: tuple[tuple[str, ...], ...] = (
+    ("id", "shape_label", "topic", "version", "benchmark", "headline", "shape"),
+    ("title",),
+    ("run", "harness", "fingerprint", "source_hash", "suite_hash"),
+    ("stat",),
+    ("flops", "bytes", "gbps", "tflops", "items", "items_label"),
+    ("bandwidth_ceiling", "compute_ceiling", "roofline_ms", "pct_roofline"),
+    ("library", "pct_library", "unavailable"),
+    ("baselines",),
+    ("rel_err", "tolerance"),
+    ("clocks_before", "clocks_after", "throttled", "throttle_reasons", "remeasured"),
+)
+RUN_LINES: tuple[tuple[str, ...], ...] = (("provenance",), ("ceilings",))
+
+
+def _object_lines(obj: dict[str, Any], indent: str, groups: tuple[tuple[str, ...], ...]) -> list[str]:
+    """An object written a group of keys a line, values in compact JSON."""
+    named = {k for g in groups for k in g}
+    rows = [[k for k in g if k in obj] for g in groups] + [[k] for k in obj if k not in named]
+    rows = [r for r in rows if r]
+    lines = []
+    for n, row in enumerate(rows):
+        body = ", ".join(f"{_compact(k)}: {_compact(obj[k])}" for k in row)
+        lead = "{" if n == 0 else " "
+        lines.append(f"{indent}{lead}{body}" + ("," if n < len(rows) - 1 else "}"))
+    return lines or [indent + "{}"]
+
+
+def format_data(data: dict[str, Any]) -> str:
+    """The text of a results file from its JSON data: a few lines a run and a case.
+
+    A case takes the lines of `CASE_LINES`, opening with its id and shape label
+    (what `json_lines` and a reader's eye find), so a re-run's diff shows which
+    groups of fields changed, and raw samples take one line, not one a sample.
+    """
+    lines = ["{", f' "schema_version": {_compact(data.get("schema_version", SCHEMA_VERSION))},',
+             f' "gpu_slug": {_compact(data.get("gpu_slug"))},', ' "runs": {']
+    runs = data.get("runs", {})
+    for i, run_id in enumerate(sorted(runs)):
+        body = _object_lines(runs[run_id], "  ", RUN_LINES)
+        body[0] = f"  {_compact(run_id)}: " + body[0].lstrip()
+        if i < len(runs) - 1:
+            body[-1] += ","
+        lines.extend(body)
+    lines += [" },", ' "cases": [']
+    cases = data.get("cases", [])
+    for i, case in enumerate(cases):
+        body = _object_lines(case, "  ", CASE_LINES)
+        if i < len(cases) - 1:
+            body[-1] += ","
+        lines.extend(body)
+    lines += [" ]", "}"]
+    return "\n".join(lines) + "\n"
 
 
 def format_results(results: ResultsFile) -> str:
-    """The file's text: a few lines a run and a case, each line one field in compact JSON.
-
-    Cases are sorted by (id, shape); a case opens with its id and shape label
-    on one line (what `case_lines` finds), then one line a field, so a re-run's
-    diff shows which fields changed, and raw samples take one line, not one
-    line a sample.
-    """
+    """The file's text (see `format_data`), cases sorted by (id, shape)."""
     ordered = sorted(results.cases, key=lambda c: (c.id, c.shape_label))
-    lines = ["{", f' "schema_version": {SCHEMA_VERSION},', f' "gpu_slug": {_compact(results.gpu_slug)},']
-    lines.append(' "runs": {')
-    run_ids = sorted(results.runs)
-    for i, run_id in enumerate(run_ids):
-        run = results.runs[run_id].model_dump(mode="json")
-        body = _object_lines(run, "  ")
-        body[0] = f"  {_compact(run_id)}: " + body[0].lstrip()
-        if i < len(run_ids) - 1:
-            body[-1] += ","
-        lines.extend(body)
-    lines.append(" },")
-    lines.append(' "cases": [')
-    for i, case in enumerate(ordered):
-        body = _object_lines(case.model_dump(mode="json"), "  ", first=("id", "shape_label"))
-        if i < len(ordered) - 1:
-            body[-1] += ","
-        lines.extend(body)
-    lines.append(" ]")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    data = results.model_copy(update={"cases": ordered}).model_dump(mode="json")
+    data["schema_version"] = SCHEMA_VERSION
+    return format_data(data)
 
 
 def write_results(path: Path, results: ResultsFile) -> None:

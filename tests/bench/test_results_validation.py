@@ -14,7 +14,7 @@ from fakebench import FakeBackend, fake_root_fixture, options  # noqa: F401 (fix
 
 from curriculum.bench.runner import SilentReporter, run_bench
 from curriculum.cli import main
-from curriculum.results import CEILING_TOLERANCE, check_text, read_results
+from curriculum.results import CEILING_TOLERANCE, check_text, format_data, read_results
 
 
 @pytest.fixture(name="measured")
@@ -29,39 +29,19 @@ def lines(path: Path) -> list[str]:
 
 
 def line_of(path: Path, shape: str, key: str) -> int:
-    """1-based line of `key` inside the case at `shape` (the compact layout: a line a field)."""
+    """1-based line of `key` inside the case at `shape`."""
     text = lines(path)
     start = next(i for i, t in enumerate(text) if t.startswith('  {"id": ') and shape in t)
-    return next(i for i in range(start, len(text)) if text[i].lstrip().startswith(f'"{key}": ')) + 1
+    return next(i for i in range(start, len(text)) if f'"{key}": ' in text[i]) + 1
 
 
 def edit_case(path: Path, shape: str, change) -> None:
-    """Apply `change(case_dict)` to the case at `shape`, keeping the file's layout."""
+    """Apply `change(case_dict)` to the case at `shape`, written in the writer's layout."""
     data = json.loads(path.read_text())
     for case in data["cases"]:
         if case["shape_label"] == shape:
             change(case)
-    path.write_text(_relayout(path.read_text(), data))  # the writer's layout, edited values
-
-
-def _relayout(text: str, data: dict) -> str:
-    """The writer's layout with `data`'s values: one case field a line (NaN written as NaN)."""
-    out = []
-    cases = iter(data["cases"])
-    current: dict | None = None
-    for line in text.splitlines():
-        if line.startswith('  {"id": '):
-            current = next(cases)
-            out.append('  {' + f'"id": {json.dumps(current["id"])}, '
-                       f'"shape_label": {json.dumps(current["shape_label"])},')
-            continue
-        if current is not None and line.startswith('   "'):
-            key = line.strip().split('"')[1]
-            comma = "," if line.endswith(",") else ""
-            out.append(f'   "{key}": {json.dumps(current[key])}{comma}')
-            continue
-        out.append(line)
-    return "\n".join(out) + "\n"
+    path.write_text(format_data(data))
 
 
 def violations(path: Path):
