@@ -168,7 +168,7 @@ def test_work_model_at_4096() -> None:
 def test_benchmarks_declare_rooflines_baselines_and_options() -> None:
     sgemm, tiles, bf16 = BY_NAME["sgemm"], BY_NAME["sgemm_tiles"], BY_NAME["bf16"]
     # The tile sweep is 07 under the same inputs, check, work model and baseline as 01-09.
-    for attr in ("inputs", "reference", "launch", "flops", "bytes", "tolerance", "baseline",
+    for attr in ("inputs", "reference", "launch", "flops", "bytes", "tolerance", "baselines",
                  "roofline", "compile_options", "outputs"):
         assert getattr(tiles, attr) == getattr(sgemm, attr), attr
     assert (sgemm.roofline.bandwidth, sgemm.roofline.compute) == ("copy", "sgemm_fp32")
