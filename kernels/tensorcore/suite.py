@@ -126,20 +126,84 @@ def _launch_f8(module: Any, version: Version, shape: Shape, arrays: Arrays) -> N
     )
 
 
-def scaled_mm_same_flops(arrays: Arrays, shape: Shape) -> Callable[[], None]:
-    """torch._scaled_mm (cuBLASLt fp8) at an M x N x K with the FLOPs of 03, bf16 out."""
-    import torch
+# --- mma.sync fp8 -------------------------------------------------------------
 
-    m, n, k = wgmma_fp8_library_shape(shape)
-    device = torch.device("cuda", kit.torch_view(arrays["d"]).device.index)
-    a = torch.randn(m, k, device=device, dtype=torch.bfloat16).to(torch.float8_e4m3fn)
-    bt = torch.randn(n, k, device=device, dtype=torch.bfloat16).to(torch.float8_e4m3fn)
-    one = torch.ones((), device=device, dtype=torch.float32)
+F8_CHAINS = 4  # as CHAINS in 04
+F8_MMA_FLOPS = 2 * 16 * 8 * 32  # one m16n8k32
+F8_MMA_ITERS = 4096
+F8_SEED = 12345
 
-    def run() -> None:
-        torch._scaled_mm(a, bt.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
 
-    return kit.warmed(kit.on_cupy_stream(run))
+def mma_fp8_flops(shape: Shape) -> float:
+    """The loop's 2 MMAs per chain per iteration; the 4 final MMAs per warp are not counted."""
+    return float(MMA_WARPS * F8_CHAINS * 2 * shape["iters"] * F8_MMA_FLOPS)
+
+
+def mma_fp8_library_shape(shape: Shape) -> tuple[int, int, int]:
+    """An M x N x K GEMM with exactly the counted FLOPs of 04 at this shape."""
+    return (8448, 8192, 2 * shape["iters"])
+
+
+def lcg_sign_sum(seed: int, iters: int) -> int:
+    """Sum of the signs 04 draws: per iteration x -> 1664525 x + 1013904223 (mod 2^32), then
+    -1 for each of bits 31 and 30 that is set, +1 for each that is clear."""
+    x, total = seed, 0
+    for _ in range(iters):
+        x = (x * 1664525 + 1013904223) & 0xFFFFFFFF
+        total += (-1 if x >> 31 & 1 else 1) + (-1 if x >> 30 & 1 else 1)
+    return total
+
+
+def _mma_f8_inputs(shape: Shape, rng: Any) -> Arrays:
+    return {"a": ternary_e4m3(rng, 16 * 32), "b": ternary_e4m3(rng, F8_CHAINS * 32 * 8)}
+
+
+def _mma_f8_reference(x64: Arrays, shape: Shape) -> Arrays:
+    import cupy
+
+    a = e4m3_ternary_to_float64(x64["a"]).reshape(16, 32)
+    b = e4m3_ternary_to_float64(x64["b"]).reshape(F8_CHAINS, 32, 8)
+    scale = 1 + lcg_sign_sum(F8_SEED, shape["iters"])  # the loop's signs, then one more A B_j
+    prod = cupy.einsum("mk,jkn->jmn", a, b) * scale
+    return {"d": cupy.broadcast_to(prod, (MMA_WARPS, F8_CHAINS, 16, 8))}
+
+
+def _launch_mma_f8(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
+    import numpy
+
+    kit.kernel(module, version.name)(
+        (MMA_BLOCKS,),
+        (MMA_THREADS,),
+        (
+            arrays["a"],
+            arrays["b"],
+            arrays["d"],
+            numpy.int32(shape["iters"]),
+            numpy.uint32(F8_SEED),
+        ),
+    )
+
+
+def scaled_mm(
+    dims: Callable[[Shape], tuple[int, int, int]],
+) -> Callable[[Arrays, Shape], Callable[[], None]]:
+    """torch._scaled_mm (cuBLASLt fp8 e4m3, bf16 out) at an M x N x K from `dims`."""
+
+    def make(arrays: Arrays, shape: Shape) -> Callable[[], None]:
+        import torch
+
+        m, n, k = dims(shape)
+        device = torch.device("cuda", kit.torch_view(arrays["d"]).device.index)
+        a = torch.randn(m, k, device=device, dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+        bt = torch.randn(n, k, device=device, dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+        one = torch.ones((), device=device, dtype=torch.float32)
+
+        def run() -> None:
+            torch._scaled_mm(a, bt.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
+        return kit.warmed(kit.on_cupy_stream(run))
+
+    return make
 
 
 # --- shared ------------------------------------------------------------------
@@ -229,7 +293,7 @@ EXACT = (
 
 MMA_SYNC = Benchmark(
     name="mma_sync_bf16",
-    match="*_mma_sync_*",
+    match="*_mma_sync_bf16",
     inputs=_mma_inputs,
     outputs={"d": OutputSpec(shape=lambda s: (MMA_WARPS, MMA_CHAINS, 16, 8), dtype="float32")},
     reference=_mma_reference,
@@ -317,7 +381,7 @@ WGMMA_FP8 = Benchmark(
     baselines=(
         LibraryBaseline(
             name="cuBLASLt fp8 GEMM (torch._scaled_mm, 8448x8192x16384, same FLOPs)",
-            make=scaled_mm_same_flops,
+            make=scaled_mm(wgmma_fp8_library_shape),
         ),
     ),
     version_options={"03_wgmma_fp8": ("-arch=sm_90a",)},
@@ -326,11 +390,45 @@ WGMMA_FP8 = Benchmark(
     flush_l2=False,
 )
 
+MMA_SYNC_FP8 = Benchmark(
+    name="mma_sync_fp8",
+    match="*_mma_sync_fp8",
+    inputs=_mma_f8_inputs,
+    outputs={"d": OutputSpec(shape=lambda s: (MMA_WARPS, F8_CHAINS, 16, 8), dtype="float32")},
+    reference=_mma_f8_reference,
+    launch=_launch_mma_f8,
+    flops=mma_fp8_flops,
+    bytes=lambda s: float(MMA_WARPS * F8_CHAINS * 128 * 4),
+    work_convention=(
+        "8192 FLOPs per mma.sync.m16n8k32 e4m3 (2 x 16 x 8 x 32), 2 per chain per iteration, "
+        "4 chains per warp, 4224 warps (the 4 final MMAs per warp not counted); bytes = the "
+        "fp32 accumulators written once"
+    ),
+    tolerance=1e-6,
+    tolerance_reason=(
+        "operands are integers in {-1, 0, 1}: the output is (1 + the loop's sign sum) x A @ B_j, "
+        "integers below 2^19 built from exact products and fp32 additions of integers, so "
+        "exact; a wrong fragment or a lost MMA gives errors of order 1 or more"
+    ),
+    shapes=[{"iters": F8_MMA_ITERS}],
+    headline={"iters": F8_MMA_ITERS},
+    roofline=Roofline(bandwidth=None, compute=None),
+    baselines=(
+        LibraryBaseline(
+            name="cuBLASLt fp8 GEMM (torch._scaled_mm, 8448x8192x8192, same FLOPs)",
+            make=scaled_mm(mma_fp8_library_shape),
+        ),
+    ),
+    items=lambda s: float(MMA_WARPS * F8_CHAINS * 2 * s["iters"]),
+    items_label="mma.sync instructions",
+    flush_l2=False,
+)
+
 SUITE = Suite(
     topic="tensorcore",
-    benchmarks=[MMA_SYNC, WGMMA, WGMMA_FP8],
+    benchmarks=[MMA_SYNC, WGMMA, WGMMA_FP8, MMA_SYNC_FP8],
     description=(
-        "Tensor-core peak: bf16 mma.sync from registers, bf16 and fp8 wgmma from shared "
-        "memory, each against the same run's cuBLAS GEMM of the same FLOPs."
+        "Tensor-core peak: bf16 and fp8 mma.sync from registers, bf16 and fp8 wgmma from "
+        "shared memory, each against the same run's cuBLAS GEMM of the same FLOPs."
     ),
 )

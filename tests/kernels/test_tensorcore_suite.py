@@ -22,7 +22,7 @@ from microbench_checks import KERNELS, check_on_device
 from curriculum.bench import kit
 from curriculum.bench.suites import LoadedSuite, load_suite, plan_cases
 
-STEMS = ["01_mma_sync_bf16", "02_wgmma_bf16", "03_wgmma_fp8"]
+STEMS = ["01_mma_sync_bf16", "02_wgmma_bf16", "03_wgmma_fp8", "04_mma_sync_fp8"]
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +42,10 @@ def test_cases_and_comparisons(loaded: LoadedSuite) -> None:
         ("01_mma_sync_bf16", "iters=4096", True),
         ("02_wgmma_bf16", "iters=2048", True),
         ("03_wgmma_fp8", "iters=2048", True),
+        ("04_mma_sync_fp8", "iters=4096", True),
     ]
-    mma, wgmma, fp8 = (loaded.claims[s] for s in STEMS)
+    mma, wgmma, fp8, mma8 = (loaded.claims[s] for s in STEMS)
+    assert not mma8.bounded
     assert mma.roofline.compute == "gemm_bf16" and mma.roofline.bandwidth is None
     assert not wgmma.bounded and not fp8.bounded  # a loop with no memory may beat cuBLAS
     assert wgmma.version_options == {"02_wgmma_bf16": ("-arch=sm_90a",)}
@@ -52,6 +54,7 @@ def test_cases_and_comparisons(loaded: LoadedSuite) -> None:
         (mma, "cuBLAS bf16 GEMM"),
         (wgmma, "cuBLAS bf16 GEMM"),
         (fp8, "cuBLASLt fp8 GEMM"),
+        (mma8, "cuBLASLt fp8 GEMM"),
     ):
         assert [b.name.split(" (")[0] for b in bench.candidates] == [lib]
         assert "same FLOPs" in bench.candidates[0].name
@@ -65,6 +68,8 @@ def test_flops_equal_the_library_shapes(suite: ModuleType, iters: int) -> None:
     assert suite.mma_flops(shape) == 2 * m * n * k == 4224 * 8 * iters * 4096
     m, n, k = suite.wgmma_library_shape(shape)
     assert suite.wgmma_flops(shape) == 2 * m * n * k == 132 * 2 * 4 * iters * 2 * 64 * 256 * 16
+    m, n, k = suite.mma_fp8_library_shape(shape)
+    assert suite.mma_fp8_flops(shape) == 2 * m * n * k == 4224 * 4 * 2 * iters * 2 * 16 * 8 * 32
     m, n, k = suite.wgmma_fp8_library_shape(shape)
     assert suite.wgmma_fp8_flops(shape) == 2 * m * n * k == 132 * 2 * 4 * iters * 2 * 64 * 256 * 32
 
@@ -209,3 +214,57 @@ def test_on_the_gpu(loaded: LoadedSuite, stem: str) -> None:
     bench = loaded.claims[stem]
     assert check_on_device(loaded, version, {"iters": 64}) <= bench.tolerance
     assert check_on_device(loaded, version, dict(bench.headline)) <= bench.tolerance
+
+
+def test_mma_fp8_fragments_follow_the_ptx_layout(loaded: LoadedSuite) -> None:
+    """PTX ISA, mma.m16n8k32 with 8-bit operands: a_i at row g (+8 for i in 4-7 and 12-15),
+    col 4t + i%4 (+16 for i >= 8); b_i at row 4t + i%4 (+16 for i >= 4), col g. The kernel
+    packs register r of A from 4 consecutive k (stride 1) and of B from 4 consecutive k rows
+    (stride 8): replay one warp and compare A @ B."""
+    src = next(v for v in loaded.versions if v.stem == "04_mma_sync_fp8").source
+    starts = {
+        "a[0]": "g * 32 + 4 * t",
+        "a[1]": "(g + 8) * 32 + 4 * t",
+        "a[2]": "g * 32 + 4 * t + 16",
+        "a[3]": "(g + 8) * 32 + 4 * t + 16",
+    }
+    for reg, start in starts.items():
+        assert f"{reg} = pack4(A, {start}, 1);" in src
+    assert "b[j][0] = pack4(bj, (4 * t) * 8 + g, 8);" in src
+    assert "b[j][1] = pack4(bj, (4 * t + 16) * 8 + g, 8);" in src
+    rng = np.random.default_rng(9)
+    a = rng.integers(-1, 2, (16, 32)).astype(np.float64)
+    b = rng.integers(-1, 2, (32, 8)).astype(np.float64)
+    a_seen, b_seen = np.full_like(a, np.nan), np.full_like(b, np.nan)
+    for lane in range(32):
+        g, t = lane // 4, lane % 4
+        for reg, (row, col0) in enumerate(
+            [(g, 4 * t), (g + 8, 4 * t), (g, 4 * t + 16), (g + 8, 4 * t + 16)]
+        ):
+            for byte in range(4):
+                i = 4 * reg + byte  # a_i: register i // 4, byte i % 4
+                ptx = (g + 8 * ((i // 4) % 2), 4 * t + i % 4 + 16 * (i >= 8))
+                assert (row, col0 + byte) == ptx
+                a_seen[ptx] = a[ptx]
+        for reg, k0 in enumerate([4 * t, 4 * t + 16]):
+            for byte in range(4):
+                i = 4 * reg + byte
+                ptx = (4 * t + i % 4 + 16 * (i >= 4), g)
+                assert (k0 + byte, g) == ptx
+                b_seen[ptx] = b[ptx]
+    assert not np.isnan(a_seen).any() and not np.isnan(b_seen).any()
+    np.testing.assert_array_equal(a_seen @ b_seen, a @ b)
+
+
+def test_mma_fp8_sign_sum_replays_the_kernels_lcg(loaded: LoadedSuite, suite: ModuleType) -> None:
+    src = next(v for v in loaded.versions if v.stem == "04_mma_sync_fp8").source
+    assert "x = x * 1664525u + 1013904223u;" in src
+    assert "(x & 0x80000000u) ? SIGNS : 0u" in src and "(x & 0x40000000u) ? SIGNS : 0u" in src
+    x, signs = suite.F8_SEED, []
+    for _ in range(6):
+        x = (x * 1664525 + 1013904223) % 2**32
+        signs += [1 - 2 * (x >> 31), 1 - 2 * ((x >> 30) & 1)]
+    assert suite.lcg_sign_sum(suite.F8_SEED, 3) == sum(signs[:6])
+    assert suite.lcg_sign_sum(suite.F8_SEED, 6) == sum(signs)
+    total = suite.lcg_sign_sum(suite.F8_SEED, suite.F8_MMA_ITERS)
+    assert total + 1 != 0 and abs(total + 1) * 32 < 2**24  # a nonzero, exact answer
