@@ -14,8 +14,8 @@
 //
 // Expected bound: latency at low occupancy, HBM bandwidth at high. Estimate by Little's law:
 // 4.3 TB/s x ~0.8 us (loaded HBM latency) = 3.4 MB in flight, 26 KB per SM, about 13 warps
-// x 2 KB each: so ~1.1 TB/s at 4 warps per SM (0.9 ms for 1 GiB), ~2.2 at 8, and within a
-// few percent of the read ceiling from 16 warps up (~0.25 ms).
+// x 2 KB each: so 4 warps per SM keep 1.06 MB in flight, ~1.3 TB/s (0.8 ms for 1 GiB), 8
+// warps ~2.6 TB/s, and from 16 warps up within a few percent of the read ceiling (~0.25 ms).
 //
 // Size constraints: n a multiple of 4 words (whole uint4); any grid (loads are guarded);
 // 128 threads per block; the dynamic shared memory is requested but never touched.
