@@ -8,8 +8,9 @@
 // Near and far L2: the H100/H200 L2 is two partitions joined by a crossbar, and which one
 // holds a line is decided by a hash of its physical address that a kernel can neither see nor
 // choose. A random chase mixes both, so the L2 plateau is the average of near and far hits;
-// the spread of the per-launch times does not separate them. Above ~16 MB of working set the
-// chase also misses in the TLBs, so the last plateaus include page-walk time.
+// the spread of the per-launch times does not separate them. At the largest working sets the
+// chase also misses in the TLBs (whose reach is not documented), so the last plateaus may
+// include page-walk time.
 //
 // Check: every chaser writes the byte offset it stopped at; the reference is the same walk
 // computed from the permutation itself (start position + steps, mod the cycle length).
