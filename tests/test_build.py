@@ -39,12 +39,12 @@ def test_sample_matches_expected_tree(sample: Path, tmp_path: Path,
     build(sample, out_dir=out, templates=TEMPLATES, strict=True)
     if os.environ.get("UPDATE_FIXTURES"):
         shutil.rmtree(EXPECTED, ignore_errors=True)
-        for edition in ("public", "member"):
+        for edition in ("public", "account", "member"):
             for rel, data in pages(out / edition).items():
                 dest = EXPECTED / edition / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 dest.write_bytes(data)
-    for edition in ("public", "member"):
+    for edition in ("public", "account", "member"):
         got, want = pages(out / edition), pages(EXPECTED / edition)
         assert sorted(got) == sorted(want), edition
         for rel in want:
@@ -80,7 +80,7 @@ def test_failed_build_leaves_previous_site(sample: Path, tmp_path: Path) -> None
     with pytest.raises(ContentError):
         build(sample, out_dir=out, templates=TEMPLATES)
     assert tree(out / "public") == before
-    assert sorted(p.name for p in out.iterdir()) == ["member", "public"], "temporary folders left"
+    assert sorted(p.name for p in out.iterdir()) == ["account", "member", "public"], "temporary folders left"
 
 
 def test_stale_files_do_not_survive(sample: Path, tmp_path: Path) -> None:
@@ -210,7 +210,7 @@ def test_one_edition_failing_leaves_both_previous_editions(
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "planted"
     assert {e: tree(out / e) for e in ("public", "member")} == before
-    assert sorted(p.name for p in out.iterdir()) == ["member", "public"], "staged folders left"
+    assert sorted(p.name for p in out.iterdir()) == ["account", "member", "public"], "staged folders left"
 
 
 def test_curriculum_jobs_must_be_a_number(sample: Path, tmp_path: Path,

@@ -39,6 +39,8 @@ def both(*fns: Callable[[Path], None]) -> Callable[[Path], None]:
     return apply
 
 
+PLACEMENT = "content/placement.yaml"
+
 CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "yaml.syntax": (replace(COURSE, "level: intermediate", "level: [intermediate"),
                     f"{COURSE}:6:8: error[yaml.syntax]: while parsing a flow sequence expected ',' or ']', "
@@ -73,10 +75,28 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
                             f"{CAP}/tiling.md:4:9: error[access.unknown-tier]: no access tier 'premum'; did you mean 'premium'?"),
     "site.duplicate-tier": (replace("content/site.yaml", "  - id: account", "  - id: free"),
                             "content/site.yaml:9:9: error[site.duplicate-tier]: tier 'free' is declared twice"),
+    "tier.no-offer": (replace("content/site.yaml", "    offer:\n      gives: Every page in full.\n      price: Paid membership\n      join_label: Become a member\n      join_url: \"https://join.demo.example.org/member/\"\n      sign_in_url: \"https://member.demo.example.org/\"\n", ""),
+                      "content/site.yaml:18:5: error[tier.no-offer]: tier 'premium' says nothing about what it gives or where to get it"),
+    "placement.unknown-course": (replace(PLACEMENT, "course: demo", "course: dmeo"),
+                                 f"{PLACEMENT}:3:9: error[placement.unknown-course]: no course 'dmeo'; did you mean 'demo'?"),
+    "placement.duplicate-id": (replace(PLACEMENT, "id: fp16-size", "id: copy-bytes"),
+                               f"{PLACEMENT}:15:9: error[placement.duplicate-id]: item 'copy-bytes' is declared twice"),
+    "placement.unknown-part": (replace(PLACEMENT, "min: {basics: 1}", "min: {basic: 1}"),
+                               f"{PLACEMENT}:107:11: error[placement.unknown-part]: no part 'basic' in course 'demo'; did you mean 'basics'?"),
+    "placement.unknown-capsule": (replace(PLACEMENT, "capsule: bandwidth\n    prompt: \"A copy", "capsule: bandwith\n    prompt: \"A copy"),
+                                  f"{PLACEMENT}:7:14: error[placement.unknown-capsule]: no capsule 'bandwith'; did you mean 'bandwidth'?"),
+    "placement.draft-capsule": (replace(f"{CAP}/tiling.md", "kind: concept", "kind: concept\nstatus: draft"),
+                                f"{PLACEMENT}:57:14: warning[placement.draft-capsule]: capsule 'tiling' is a draft"),
+    "placement.answer-range": (replace(PLACEMENT, "    answer: 1\n    explain: \"Each value", "    answer: 3\n    explain: \"Each value"),
+                               f"{PLACEMENT}:13:13: error[placement.answer-range]: answer 3 but only 3 choices (counted from 0)"),
+    "placement.unknown-path": (replace(PLACEMENT, "path: advanced", "path: advance"),
+                               f"{PLACEMENT}:106:11: error[placement.unknown-path]: no path 'advance'; did you mean 'advanced'?"),
+    "placement.no-default": (replace(PLACEMENT, "  - path: starter\n", "  - path: starter\n    min_total: 0.5\n"),
+                             f"{PLACEMENT}:109:5: error[placement.no-default]: the last rule has minimums"),
     "site.base-url": (replace("content/site.yaml", "https://demo.example.org/", "https://demo.example.org"),
                       "content/site.yaml:4:11: error[site.base-url]: base_url must end in '/'"),
     "site.unknown-course": (replace("content/site.yaml", "courses: [demo]", "courses: [demo, dmeo2]"),
-                            "content/site.yaml:23:17: error[site.unknown-course]: no course 'dmeo2'; did you mean 'demo'?"),
+                            "content/site.yaml:36:17: error[site.unknown-course]: no course 'dmeo2'; did you mean 'demo'?"),
     "course.id-mismatch": (replace(COURSE, "id: demo", "id: demos"),
                            f"{COURSE}:1:5: error[course.id-mismatch]: course id 'demos' differs from its folder 'demo'"),
     "course.duplicate-part": (replace(COURSE, "id: advanced", "id: basics"),

@@ -87,7 +87,7 @@ def test_title_edit_rebuilds_the_pages_that_list_it(live: LiveSite, sample: Path
         "courses/demo/bandwidth/index.html", "courses/demo/copy-kernel/index.html",
         "courses/demo/index.html", "courses/demo/syllabus/index.html",
         "courses/demo/tiling/index.html", "ladder/index.html", "paths/starter/index.html",
-        "questions/is-it-bound/index.html"]
+        "placement/index.html", "questions/is-it-bound/index.html"]
     assert ("home", "") not in update.rebuilt and ("experiment", "bound") not in update.rebuilt
     assert_same_as_full_build(live)
 

@@ -305,6 +305,10 @@ def page_units(cat: Catalog) -> list[Unit]:
     units += [("experiment", e) for e in sorted(cat.experiments)]
     if cat.ladder is not None:
         units.append(("ladder", ""))
+    if cat.questions:
+        units.append(("review", ""))
+    if cat.placement is not None:
+        units.append(("placement", ""))
     units.append(("rest", ""))
     return units
 
@@ -330,7 +334,8 @@ def render_unit(r: Renderer, unit: Unit) -> Product:
         fn: Callable[..., None] = {
             "home": pages.home, "course": pages.course, "capsule": pages.capsule,
             "path": pages.learning_path, "question": pages.question,
-            "experiment": pages.experiment, "ladder": pages.ladder}[kind]
+            "experiment": pages.experiment, "ladder": pages.ladder,
+            "review": pages.review, "placement": pages.placement}[kind]
         fn(r, item) if item else fn(r)
     return Product(dict(r.out.files), list(r.out.pages), list(r.out.chapters))
 
@@ -346,7 +351,7 @@ def _render_rest(r: Renderer) -> None:
     r.cat = dataclasses.replace(full, courses=MappingProxyType(shells),
                                 capsules=MappingProxyType({}), questions=MappingProxyType({}),
                                 experiments=MappingProxyType({}), paths=MappingProxyType({}),
-                                ladder=None)
+                                ladder=None, placement=None)
     memo = r.memo
     r.memo = {}  # values cached for the shells must not reach the other units
     try:
@@ -476,6 +481,8 @@ def unit_facts(view: EditionView, root: Path, results_key: str,
         f[f"path:{p.id}"] = memo(p.meta)
     if cat.ladder is not None:
         f["ladder"] = memo(cat.ladder)
+    if cat.placement is not None:
+        f["placement"] = memo(cat.placement)
     from curriculum.assets import Refused, confine, read_asset
 
     limit = cat.site.max_asset_bytes
@@ -509,6 +516,8 @@ def unit_reads(view: EditionView, root: Path, memo: Memo | None = None
         kind, item = unit
         need = {"global"}
         if kind == "home":
+            if cat.placement is not None:
+                need.add("placement")
             for cid in cat.site.courses:
                 need |= {f"course:{cid}", f"counts:{cid}"}
             need |= {f"path:{p}" for p in cat.paths} | {f"qcard:{q}" for q in cat.questions}
@@ -538,6 +547,16 @@ def unit_reads(view: EditionView, root: Path, memo: Memo | None = None
             need |= body_reads(e.preview, e.rest)
             if any(i.default_from for i in e.meta.inputs):
                 need.add("results")
+        elif kind == "review":
+            need |= {f"question:{q}" for q in cat.questions}
+        elif kind == "placement":
+            assert cat.placement is not None
+            need |= {"placement", f"course:{cat.placement.course}"}
+            need |= {f"card:{i.capsule}" for i in cat.placement.items}
+            for rule in cat.placement.suggest:
+                need.add(f"path:{rule.path}")
+                need |= {{"capsule": "card:", "question": "qcard:", "experiment": "ecard:"}[k]
+                         + t for k, t in (s.target for s in cat.paths[rule.path].meta.steps)}
         elif kind == "ladder":
             assert cat.ladder is not None
             need.add("ladder")
@@ -619,7 +638,7 @@ def revalidate_capsule(base: Catalog, docs: list[RawDoc], doc: RawDoc, root: Pat
     for qid, q in base.questions.items():
         if doc.id in q.meta.concepts:
             terms = {c: v._terms(x.meta.title, x.meta.summary, x.meta.tag,
-                                 x.preview.text if x.meta.access == "free" else "")
+                                 x.preview.text if x.meta.access == base.lowest_tier else "")
                      for c in q.meta.concepts if (x := capsules.get(c)) is not None}
             related = v.rank_related(v._terms(q.meta.title, q.meta.summary, q.question.text),
                                      terms)

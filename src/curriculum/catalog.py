@@ -18,6 +18,7 @@ from curriculum.models import (
     Ladder,
     LearningPath,
     Part,
+    Placement,
     QuestionMeta,
     Site,
     Syllabus,
@@ -110,6 +111,8 @@ class Catalog:
     paths: Mapping[str, PathEntry]
     ladder: Ladder | None
     ladder_loc: Loc | None
+    placement: Placement | None = None
+    placement_loc: Loc | None = None
 
     @property
     def tier_rank(self) -> Mapping[str, int]:
@@ -117,6 +120,11 @@ class Catalog:
 
     def tier_label(self, tier: str) -> str:
         return next(t.label for t in self.site.tiers if t.id == tier)
+
+    @property
+    def lowest_tier(self) -> str:
+        """The tier every edition shows in full (site.yaml lists tiers lowest first)."""
+        return self.site.tiers[0].id
 
     def capsules_of(self, course: str) -> list[CapsuleEntry]:
         entry = self.courses[course]

@@ -13,6 +13,7 @@ Project layout read::
     content/questions/<id>.md
     content/experiments/<id>.md
     content/ladder.yaml                            (optional)
+    content/placement.yaml                         (optional)
     paths/<id>.yaml
 """
 
@@ -35,7 +36,7 @@ ID_FILE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 class RawDoc:
     """One source file, parsed but not validated."""
 
-    kind: str  # site, course, syllabus, capsule, question, experiment, ladder, path
+    kind: str  # site, course, syllabus, capsule, question, experiment, ladder, path, placement
     id: str
     file: str  # project-relative path
     data: Any
@@ -161,6 +162,9 @@ def load_project(root: Path, diags: Diagnostics) -> list[RawDoc]:
     ladder = content / "ladder.yaml"
     if ladder.is_file():
         add(_yaml_doc(root, ladder, "ladder", "ladder", diags))
+    placement = content / "placement.yaml"
+    if placement.is_file():
+        add(_yaml_doc(root, placement, "placement", "placement", diags))
     for y in sorted((root / "paths").glob("*.yaml")):
         if not ID_FILE.match(y.stem):
             diags.error(Loc(rel(y, root), 1, 1), "file.name",

@@ -34,10 +34,35 @@ class Strict(BaseModel):
 # --- content/site.yaml -------------------------------------------------------
 
 
+Url = Annotated[
+    str,
+    StringConstraints(pattern=r"^https?://[^\s]+$"),
+    Field(description="An absolute http(s) URL."),
+]
+
+
+class Offer(Strict):
+    """What a tier gives and where a reader gets it; every locked page, card and path
+    step of that tier shows it."""
+
+    gives: Text = Field(description="What the tier opens, one or two sentences.")
+    price: Text = Field(description="What it costs, e.g. 'Free with an account'.")
+    join_label: Text = Field(description="Text of the join link, e.g. 'Create a free account'.")
+    join_url: Url = Field(description="Where a reader gets the tier (sign-up or checkout page).")
+    sign_in_url: Url = Field(
+        description="Where a reader who has the tier signs in: the edition deployed for it."
+    )
+
+
 class Tier(Strict):
     id: Id = Field(description="Tier id used in `access:` fields, e.g. free, account, premium.")
     label: Text = Field(description="How the tier is named on pages, e.g. 'Members'.")
     description: Text = Field(description="One sentence on who can read this tier.")
+    offer: Offer | None = Field(
+        default=None,
+        description="What the tier gives and where to get it; required for every tier above "
+        "the lowest (tier.no-offer).",
+    )
 
 
 class Edition(Strict):
@@ -276,6 +301,48 @@ class ExperimentMeta(Strict):
     inputs: list[ExperimentInput] = Field(description="The controls.", min_length=1)
 
 
+# --- content/placement.yaml ---------------------------------------------------------------
+
+
+class PlacementItem(Strict):
+    """One multiple-choice item of the placement check, tied to a course part and the
+    capsule that teaches it."""
+
+    id: Id = Field(description="Item id, unique in the check.")
+    part: Id = Field(description="Course part the item tests (its score area).")
+    capsule: Id = Field(description="Ready capsule to start from when the item is missed.")
+    prompt: Text = Field(description="The question, plain text.")
+    choices: list[Text] = Field(description="Answer choices, plain text.", min_length=2,
+                                max_length=6)
+    answer: int = Field(description="Index of the right choice, from 0.", ge=0)
+    explain: Text = Field(description="Why the right choice is right; shown after checking.")
+
+
+class PlacementRule(Strict):
+    """A path suggestion: the first rule whose minimums the scores meet wins."""
+
+    path: Id = Field(description="Path id (paths/<id>.yaml) to suggest.")
+    min_total: float = Field(default=0.0, ge=0, le=1,
+                             description="Smallest share of all items answered right.")
+    min: dict[Id, float] = Field(default_factory=dict,
+                                 description="Smallest share right per part id, 0 to 1.")
+    reason: Text = Field(description="Why this path, shown with the suggestion.")
+
+
+class Placement(Strict):
+    """`content/placement.yaml`: a short check that suggests a path and a starting capsule."""
+
+    title: Text = Field(description="Page title.")
+    summary: Text = Field(description="What the check is and how long it takes.")
+    course: Id = Field(description="Course whose parts the items cover.")
+    items: list[PlacementItem] = Field(description="The items, 10 to 15.", min_length=10,
+                                       max_length=15)
+    suggest: list[PlacementRule] = Field(
+        description="Rules in order; the last one has no minimums and always matches.",
+        min_length=1,
+    )
+
+
 SOURCE_MODELS: dict[str, type[BaseModel]] = {
     "site": Site,
     "course": Course,
@@ -285,4 +352,5 @@ SOURCE_MODELS: dict[str, type[BaseModel]] = {
     "ladder": Ladder,
     "syllabus": Syllabus,
     "experiment": ExperimentMeta,
+    "placement": Placement,
 }

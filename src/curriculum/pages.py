@@ -3,6 +3,7 @@ a template context and asks the renderer for the page."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -10,6 +11,7 @@ from markupsafe import Markup
 
 from curriculum.epub import epub_path
 from curriculum.render import (
+    JOIN_PAGE,
     KIND_LABELS,
     Chapter,
     Renderer,
@@ -36,6 +38,11 @@ def render_pages(r: Renderer) -> None:
         experiment(r, eid)
     if r.cat.ladder is not None:
         ladder(r)
+    if r.cat.questions:
+        review(r)
+    if r.cat.placement is not None:
+        placement(r)
+    join(r)
     r.page("search.html", "search/index.html", "Search", f"Search {r.cat.site.title}.",
            up_next=_link(r, "search/index.html", "Home", "index.html"))
     r.page("404.html", "404.html", "Page not found", r.cat.site.description,
@@ -71,7 +78,9 @@ def home(r: Renderer) -> None:
                      "Start with") if first else None)
     r.page("home.html", path, r.cat.site.title, r.cat.site.description, index={"kind": "home"},
            courses=courses, paths=paths, questions=questions, experiments=experiments,
-           has_ladder=r.cat.ladder is not None, up_next=up_next)
+           has_ladder=r.cat.ladder is not None, up_next=up_next,
+           placement=r.cat.placement, placement_href=relative(path, PLACEMENT_PAGE),
+           review_href=relative(path, REVIEW_PAGE))
 
 
 def _counts(caps: list[Any]) -> dict[str, Any]:
@@ -91,7 +100,7 @@ def course(r: Renderer, course_id: str) -> None:
                       "capsules": [capsule_listing(r, c, path) for c in caps]})
     first = _first_capsule(r, course_id)
     r.page("course.html", path, entry.meta.title, entry.meta.description,
-           index={"kind": "course", "access": "free"},
+           index={"kind": "course", "access": r.cat.lowest_tier},
            course=entry.meta, parts=parts, **_counts(r.cat.capsules_of(course_id)),
            syllabus_href=relative(path, page_url("syllabus", course_id, r.cat)) if entry.syllabus else None,
            epub_href=relative(path, epub_path(course_id, r.view.edition.id)),
@@ -115,7 +124,7 @@ def syllabus(r: Renderer, course_id: str) -> None:
                       "labs": sum(les.labs for les in unit.lessons)})
     first = _first_capsule(r, course_id)
     r.page("syllabus.html", path, entry.syllabus.title, entry.syllabus.summary,
-           index={"kind": "syllabus", "access": "free"}, course=entry.meta,
+           index={"kind": "syllabus", "access": r.cat.lowest_tier}, course=entry.meta,
            up_next=_link(r, path, first.meta.title, page_url("capsule", first.id, r.cat),
                          "Start with") if first else None,
            course_href=relative(path, page_url("course", course_id, r.cat)),
@@ -212,7 +221,10 @@ def learning_path(r: Renderer, path_id: str) -> None:
         steps.append({"number": i, "note": step.note, **_step(r, kind, target, path)})
     first = next((s for s in steps if s["href"]), None)
     r.page("path.html", path, entry.meta.title, entry.meta.summary,
-           index={"kind": "path", "access": "free"}, lp=entry.meta, steps=steps,
+           index={"kind": "path", "access": r.cat.lowest_tier}, lp=entry.meta, steps=steps,
+           review_href=relative(path, REVIEW_PAGE)
+           if any(s["kind"] == "question" for s in steps) else None,
+           placement_href=relative(path, PLACEMENT_PAGE) if r.cat.placement else None,
            up_next={"title": first["title"], "href": first["href"], "label": "Start with"}
            if first else None)
 
@@ -288,7 +300,7 @@ def ladder(r: Renderer) -> None:
         modules.append({"module": module, "drills": drills,
                         "hours": sum(d.hours for d in module.drills)})
     first = next((d["lesson"] for m in modules for d in m["drills"] if d["lesson"]["href"]), None)
-    r.page("ladder.html", path, lad.title, lad.summary, index={"kind": "ladder", "access": "free"},
+    r.page("ladder.html", path, lad.title, lad.summary, index={"kind": "ladder", "access": r.cat.lowest_tier},
            ladder=lad, modules=modules,
            up_next={"title": first["title"], "href": first["href"], "label": "Up next"}
            if first else None)
@@ -365,3 +377,83 @@ def experiment_table(script: str, values: dict[str, Any]) -> Table | None:
     if not needed <= values.keys() or any(values[k] is None or values[k] <= 0 for k in needed):
         return None
     return fn({k: float(values[k]) for k in needed})
+
+
+# -- the join page, the self-grade review and the placement check ------------------------
+
+REVIEW_PAGE = "review/index.html"
+PLACEMENT_PAGE = "placement/index.html"
+
+
+def join(r: Renderer) -> None:
+    """What each tier gives and where to get it, from site.yaml: where every locked
+    page, card and path step points."""
+    path = JOIN_PAGE
+    rank = r.cat.tier_rank
+    limit = rank[r.view.edition.max_tier]
+    tiers = [{"tier": t, "open": rank[t.id] <= limit} for t in r.cat.site.tiers]
+    r.page("join.html", path, "What each tier gives", r.cat.site.upgrade_text,
+           index={"kind": "join", "access": r.cat.lowest_tier}, tiers=tiers,
+           up_next=_link(r, path, "Home", "index.html"))
+
+
+def review(r: Renderer) -> None:
+    """Every worked question with the reader's own grade (filled in from progress by
+    site.js) and what to redo: the rubric's weak lines, or its strong-hire lines for an
+    answer graded hire. A question whose rubric this edition withholds links back."""
+    path = REVIEW_PAGE
+    ordered = sorted(r.cat.questions.values(), key=lambda q: (q.meta.track, q.meta.order))
+    tracks: list[dict[str, Any]] = []
+    for q in ordered:
+        if not tracks or tracks[-1]["track"] != q.meta.track:
+            tracks.append({"track": q.meta.track, "questions": []})
+        rubric = q.meta.rubric
+        tracks[-1]["questions"].append({
+            "id": q.id, "key": f"question:{q.id}", "title": q.meta.title,
+            "href": relative(path, page_url("question", q.id, r.cat)),
+            "access": r.access_badge("question", q.id, q.access),
+            "weak": list(rubric.weak) if rubric is not None else None,
+            "strong": list(rubric.strong_hire) if rubric is not None else None})
+    n = len(ordered)
+    first = ordered[0]
+    r.page("review.html", path, f"The {n}-question interview review",
+           "Every worked question with the grade you gave your own attempt, and what to redo "
+           "before the next one.", index={"kind": "review", "access": r.cat.lowest_tier},
+           tracks=tracks, total=n,
+           up_next=_link(r, path, first.meta.title, page_url("question", first.id, r.cat),
+                         "Start with"))
+
+
+def placement(r: Renderer) -> None:
+    """The placement check: items grouped by nothing (one form), answers checked by
+    placement.js, which scores each part and picks the first matching rule."""
+    check = r.cat.placement
+    assert check is not None
+    path = PLACEMENT_PAGE
+    course = r.cat.courses[check.course]
+    order = {c.id: i for i, c in enumerate(r.cat.capsules_of(check.course))}
+    part_titles = {p.id: p.title for p in course.parts}
+    items = []
+    for item in check.items:
+        cap = r.cat.capsules[item.capsule]
+        target = (page_url("course", cap.course, r.cat) + f"#{cap.id}" if cap.draft
+                  else page_url("capsule", cap.id, r.cat))
+        items.append({"item": item, "part_title": part_titles[item.part],
+                      "capsule_title": cap.meta.title, "capsule_order": order[cap.id],
+                      "capsule_href": relative(path, target)})
+    parts = [{"id": p.id, "title": p.title} for p in course.parts
+             if any(i.part == p.id for i in check.items)]
+    rules = []
+    for rule in check.suggest:
+        lp = r.cat.paths[rule.path]
+        steps = [_step(r, *s.target, path) for s in lp.meta.steps]
+        first = next((s for s in steps if s["href"]), None)
+        rules.append({"rule": rule, "title": lp.meta.title,
+                      "href": relative(path, page_url("path", rule.path, r.cat)),
+                      "first_title": first["title"] if first else "",
+                      "first_href": first["href"] if first else "",
+                      "min_json": json.dumps(rule.min, sort_keys=True)})
+    r.page("placement.html", path, check.title, check.summary,
+           index={"kind": "placement", "access": r.cat.lowest_tier}, check=check,
+           items=items, parts=parts, rules=rules,
+           up_next={"title": rules[-1]["title"], "href": rules[-1]["href"], "label": "Or start with"})

@@ -27,7 +27,8 @@ from curriculum.measure import Measurements
 
 KIND_LABELS = {"capsule": "Capsule", "question": "Worked question", "experiment": "Experiment",
                "course": "Course", "path": "Learning path", "syllabus": "Syllabus",
-               "ladder": "Practice ladder", "home": "Home"}
+               "ladder": "Practice ladder", "home": "Home", "review": "Review",
+               "placement": "Placement check", "join": "Membership"}
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,9 @@ class Output:
 
     def add(self, path: str, data: str | bytes) -> None:
         self.files[path] = data.encode("utf-8") if isinstance(data, str) else data
+
+
+JOIN_PAGE = "join/index.html"  # what each tier gives and where to get it
 
 
 def page_url(kind: str, item_id: str, catalog: Catalog) -> str:
@@ -204,7 +208,7 @@ class Renderer:
         search = None
         if index is not None:
             search = {"kind": KIND_LABELS.get(index["kind"], index["kind"].capitalize()),
-                      "access": self.cat.tier_label(index.get("access", "free")),
+                      "access": self.cat.tier_label(index.get("access", self.cat.lowest_tier)),
                       "course": index.get("course") or ""}
         html = self.env.get_template(template).render(
             site=self.cat.site, edition=self.view.edition, view=self.view, page_path=path,
@@ -216,8 +220,13 @@ class Renderer:
             self.out.pages.append({"path": path, "title": title, "summary": description, **index})
 
     def access_badge(self, kind: str, item_id: str, access: str) -> dict[str, Any]:
+        """How a page, card or step shows its tier: the label, whether this edition locks
+        it, and the tier's offer (what it gives, where to get it) from site.yaml."""
         locked = self.view.is_locked(kind, item_id)
-        return {"tier": access, "label": self.cat.tier_label(access), "locked": locked}
+        tier = next(t for t in self.cat.site.tiers if t.id == access)
+        return {"tier": access, "label": tier.label, "locked": locked,
+                "lowest": access == self.cat.lowest_tier, "offer": tier.offer,
+                "join": f"{JOIN_PAGE}#tier-{access}"}
 
     def render_all(self) -> Output:
         from curriculum.pages import render_pages

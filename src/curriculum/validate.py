@@ -44,6 +44,7 @@ from curriculum.models import (
     CapsuleMeta,
     Course,
     Ladder,
+    Placement,
     Site,
     Syllabus,
 )
@@ -324,8 +325,9 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
     _check_cycles(capsule_docs, diags)
 
     # Worked questions.
+    site_lowest = site.tiers[0].id if site else ""
     capsule_terms = {cid: _terms(c.meta.title, c.meta.summary, c.meta.tag,
-                                 c.preview.text if c.meta.access == "free" else "")
+                                 c.preview.text if c.meta.access == site_lowest else "")
                      for cid, c in capsules.items()}
     questions: dict[str, QuestionEntry] = {}
     orders: dict[tuple[str, int], str] = {}
@@ -393,6 +395,16 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
         lint_yaml(doc, diags)
         _check_ladder(doc, lad, ids["capsule"], diags)
 
+    placement: Placement | None = None
+    placement_loc: Loc | None = None
+    for doc, check in by_kind.get("placement", []):
+        if check is None:
+            continue
+        placement, placement_loc = check, doc.positions.loc(())
+        lint_yaml(doc, diags)
+        _check_placement(doc, check, courses, broken_courses, capsules,
+                         {d.id for d, _ in by_kind.get("path", [])}, diags)
+
     if site is None or diags.errors:
         return None
     return Catalog(
@@ -404,6 +416,8 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
         paths=MappingProxyType(paths),
         ladder=ladder,
         ladder_loc=ladder_loc,
+        placement=placement,
+        placement_loc=placement_loc,
     )
 
 
@@ -417,8 +431,62 @@ def _check_site(site: Site, doc: RawDoc, diags: Diagnostics) -> None:
         if e.max_tier not in tier_ids:
             diags.error(doc.positions.loc(("editions", i, "max_tier")), "access.unknown-tier",
                         f"no access tier '{e.max_tier}'", did_you_mean(e.max_tier, tier_ids))
+    for i, t in enumerate(site.tiers):
+        if i > 0 and t.offer is None:
+            diags.error(doc.positions.loc(("tiers", i), prefer_key=True), "tier.no-offer",
+                        f"tier '{t.id}' says nothing about what it gives or where to get it",
+                        "add offer: {gives, price, join_label, join_url, sign_in_url}")
     if not site.base_url.endswith("/"):
         diags.error(doc.positions.loc(("base_url",)), "site.base-url", "base_url must end in '/'")
+
+
+def _check_placement(doc: RawDoc, check: Placement, courses: dict[str, CourseEntry],
+                     broken_courses: set[str], capsules: dict[str, CapsuleEntry],
+                     path_ids: set[str], diags: Diagnostics) -> None:
+    course = courses.get(check.course)
+    if course is None:
+        if check.course in broken_courses:
+            return  # its course.yaml did not validate; that error is enough
+        diags.error(doc.positions.loc(("course",)), "placement.unknown-course",
+                    f"no course '{check.course}'", did_you_mean(check.course, courses))
+        return
+    parts = [p.id for p in course.parts]
+    seen: set[str] = set()
+    for i, item in enumerate(check.items):
+        if item.id in seen:
+            diags.error(doc.positions.loc(("items", i, "id")), "placement.duplicate-id",
+                        f"item '{item.id}' is declared twice")
+        seen.add(item.id)
+        if item.part not in parts:
+            diags.error(doc.positions.loc(("items", i, "part")), "placement.unknown-part",
+                        f"no part '{item.part}' in course '{course.id}'",
+                        did_you_mean(item.part, parts))
+        cap = capsules.get(item.capsule)
+        if cap is None:
+            diags.error(doc.positions.loc(("items", i, "capsule")), "placement.unknown-capsule",
+                        f"no capsule '{item.capsule}'", did_you_mean(item.capsule, capsules))
+        elif cap.draft:
+            diags.warning(doc.positions.loc(("items", i, "capsule")), "placement.draft-capsule",
+                          f"capsule '{item.capsule}' is a draft; a reader who misses this item "
+                          "is sent to its course page", "point the item at a ready capsule")
+        if item.answer >= len(item.choices):
+            diags.error(doc.positions.loc(("items", i, "answer")), "placement.answer-range",
+                        f"answer {item.answer} but only {len(item.choices)} choices "
+                        f"(counted from 0)")
+    for i, rule in enumerate(check.suggest):
+        if rule.path not in path_ids:
+            diags.error(doc.positions.loc(("suggest", i, "path")), "placement.unknown-path",
+                        f"no path '{rule.path}'", did_you_mean(rule.path, path_ids))
+        for part in rule.min:
+            if part not in parts:
+                diags.error(doc.positions.loc(("suggest", i, "min", part), prefer_key=True),
+                            "placement.unknown-part", f"no part '{part}' in course '{course.id}'",
+                            did_you_mean(part, parts))
+    last = check.suggest[-1]
+    if last.min or last.min_total:
+        diags.error(doc.positions.loc(("suggest", len(check.suggest) - 1)),
+                    "placement.no-default", "the last rule has minimums, so a score may match none",
+                    "end with a rule that has only path and reason")
 
 
 def _check_course(doc: RawDoc, course: Course, capsule_course: dict[str, str | None],

@@ -1,5 +1,6 @@
-// Site behaviour: theme toggle, progress kept in this browser, keyboard shortcuts, the
-// worked-question self-grade and search. Every page reads and works without it.
+// Site behaviour: theme toggle, progress kept in this browser (pages done, self-grades and
+// the placement result), keyboard shortcuts, the worked-question self-grade, the review
+// page and search. Every page reads and works without it.
 import { initSearch } from "./search.js";
 
 const THEME_KEY = "curriculum.theme";
@@ -46,11 +47,35 @@ window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () 
 // -- progress ---------------------------------------------------------------------------
 
 function emptyProgress() {
-  return { version: 1, done: {}, grades: {}, last: null, lastByCourse: {} };
+  return { version: 1, done: {}, grades: {}, last: null, lastByCourse: {}, placement: null };
 }
 
 function isRecord(x) {
   return x !== null && typeof x === "object" && !Array.isArray(x);
+}
+
+const ID = /^[a-z0-9][a-z0-9-]*$/;
+const isLink = (v) => typeof v === "string" && !/^[a-z]+:|^\/\//i.test(v);
+
+// A placement result as placement.js records it: the path suggested, the capsule to start
+// at, and right/total per course part.
+function placementResult(v) {
+  if (!isRecord(v) || !isRecord(v.path) || !isRecord(v.start) || !isRecord(v.scores)) return null;
+  const { path, start } = v;
+  if (!ID.test(path.id) || typeof path.title !== "string" || !isLink(path.href)) return null;
+  if (typeof start.title !== "string" || !isLink(start.href)) return null;
+  const scores = {};
+  for (const [part, pair] of Object.entries(v.scores)) {
+    if (ID.test(part) && Array.isArray(pair) && pair.length === 2 && pair.every(Number.isInteger)) {
+      scores[part] = [pair[0], pair[1]];
+    }
+  }
+  return {
+    at: String(v.at || ""),
+    path: { id: path.id, title: path.title, href: path.href },
+    start: { title: start.title, href: start.href },
+    scores,
+  };
 }
 
 // Accepts only the shape this file writes, so an imported file cannot plant anything else.
@@ -65,6 +90,7 @@ function normalise(data) {
       out.grades[key] = grade;
     }
   }
+  out.placement = placementResult(data.placement);
   const visit = (v) =>
     isRecord(v) && typeof v.path === "string" && typeof v.title === "string" && !/^[a-z]+:|^\/\//i.test(v.path)
       ? { path: v.path, title: v.title, at: String(v.at || "") }
@@ -93,6 +119,7 @@ function saveProgress(p) {
   }
 }
 
+const GRADE_LABELS = { weak: "Weak", hire: "Hire", "strong-hire": "Strong hire" };
 let progress = loadProgress();
 const pageKey = body.dataset.pageKey;
 
@@ -172,6 +199,61 @@ function showProgress() {
     const g = Object.keys(progress.grades).length;
     summary.textContent = `${n} ${n === 1 ? "page" : "pages"} marked done · ${g} ${g === 1 ? "answer" : "answers"} self-graded.`;
   }
+  showPlacement();
+  showReview();
+}
+
+// Links stored in progress are relative to the site root.
+function siteLink(text, href) {
+  const a = document.createElement("a");
+  a.href = new URL(href, siteRoot).href;
+  a.textContent = text;
+  return a;
+}
+
+function showPlacement() {
+  const saved = progress.placement;
+  for (const el of document.querySelectorAll("[data-placement-saved]")) {
+    el.hidden = !saved;
+    el.textContent = "";
+    if (saved) {
+      el.append("Your placement check suggests ", siteLink(saved.path.title, saved.path.href));
+      el.append(", starting at ", siteLink(saved.start.title, saved.start.href), ".");
+    }
+  }
+}
+
+// The review page: each question's grade, and which "what to redo" block to show.
+function showReview() {
+  const items = document.querySelectorAll("[data-review]");
+  if (!items.length) return;
+  const counts = { weak: 0, hire: 0, "strong-hire": 0 };
+  for (const item of items) {
+    const grade = progress.grades[item.dataset.review];
+    if (grade) counts[grade] += 1;
+    item.dataset.grade = grade || "none";
+    item.querySelector("[data-review-grade]").textContent = grade ? GRADE_LABELS[grade] : "not graded yet";
+    for (const block of item.querySelectorAll("[data-redo]")) block.hidden = block.dataset.redo !== (grade || "none");
+  }
+  const summary = document.querySelector("[data-review-summary]");
+  if (summary) {
+    const graded = counts.weak + counts.hire + counts["strong-hire"];
+    summary.textContent = `${graded} of ${items.length} graded: ${counts.weak} weak, ${counts.hire} hire, ${counts["strong-hire"]} strong hire.`;
+  }
+}
+
+// placement.js records a finished check here, so it is kept and exported with the rest.
+export function recordPlacement(result) {
+  const ok = placementResult({ ...result, at: new Date().toISOString() });
+  if (!ok) return false;
+  progress.placement = ok;
+  saveProgress(progress);
+  showProgress();
+  return true;
+}
+
+export function savedPlacement() {
+  return progress.placement;
 }
 
 function toggleDone() {
@@ -211,6 +293,10 @@ async function importProgress(file) {
     grades: { ...progress.grades, ...incoming.grades },
     last: incoming.last && (!progress.last || incoming.last.at > progress.last.at) ? incoming.last : progress.last,
     lastByCourse: { ...progress.lastByCourse, ...incoming.lastByCourse },
+    placement:
+      incoming.placement && (!progress.placement || incoming.placement.at > progress.placement.at)
+        ? incoming.placement
+        : progress.placement,
   };
   saveProgress(progress);
   showProgress();
@@ -235,7 +321,6 @@ if (actions) {
 
 // -- worked questions: self-grade after the reveal --------------------------------------
 
-const GRADE_LABELS = { weak: "Weak", hire: "Hire", "strong-hire": "Strong hire" };
 const grader = document.querySelector("[data-self-grade]");
 if (grader && pageKey) {
   const reveal = document.querySelector("[data-reveal]");
