@@ -5,6 +5,7 @@
     curriculum serve [--edition member] [--port 8000] [--open]
     curriculum new capsule|question|drill|path ID [...]
     curriculum bench [...]          (on a machine with a CUDA GPU)
+    curriculum puzzle list | show N | check N FILE   (check needs a CUDA GPU)
     curriculum schema [--out DIR]   (JSON Schemas of the source formats)
 
 Every command acts on the project in the current folder, or on `--root DIR`.
@@ -184,6 +185,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench_cli.run(args)
 
 
+def cmd_puzzle(args: argparse.Namespace) -> int:
+    from curriculum.puzzle import cli as puzzle_cli
+
+    return puzzle_cli.run(args)
+
+
 def _configure_new(p: argparse.ArgumentParser) -> None:
     """Options of `curriculum new` (scaffold.py, which needs PyYAML, is imported on use)."""
     p.add_argument("kind", choices=["capsule", "question", "drill", "path"], help="what to start")
@@ -255,6 +262,12 @@ def parser() -> argparse.ArgumentParser:
     except ImportError:
         pass
     be.set_defaults(func=cmd_bench)
+
+    pz = sub.add_parser("puzzle", help="CUDA puzzles: list, show one, check your kernel on the GPU")
+    from curriculum.puzzle import cli as puzzle_cli
+
+    puzzle_cli.configure(pz)
+    pz.set_defaults(func=cmd_puzzle)
     return p
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from markupsafe import Markup
 
 from curriculum.epub import epub_path
+from curriculum.puzzle.site import puzzle_pages, puzzles_href
 from curriculum.render import (
     JOIN_PAGE,
     KIND_LABELS,
@@ -36,6 +37,7 @@ def render_pages(r: Renderer) -> None:
         question(r, qid)
     for eid in sorted(r.cat.experiments):
         experiment(r, eid)
+    puzzle_pages(r)
     if r.cat.ladder is not None:
         ladder(r)
     if r.cat.questions:
@@ -80,7 +82,7 @@ def home(r: Renderer) -> None:
            courses=courses, paths=paths, questions=questions, experiments=experiments,
            has_ladder=r.cat.ladder is not None, up_next=up_next,
            placement=r.cat.placement, placement_href=relative(path, PLACEMENT_PAGE),
-           review_href=relative(path, REVIEW_PAGE))
+           review_href=relative(path, REVIEW_PAGE), puzzles_href=puzzles_href(r, path))
 
 
 def _counts(caps: list[Any]) -> dict[str, Any]:

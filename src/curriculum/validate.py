@@ -405,6 +405,10 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
         _check_placement(doc, check, courses, broken_courses, capsules,
                          {d.id for d, _ in by_kind.get("path", [])}, diags)
 
+    from curriculum.puzzle.content import check_puzzles
+
+    check_puzzles(root, [t.id for t in site.tiers] if site else [], ids, diags, limit)
+
     if site is None or diags.errors:
         return None
     return Catalog(
