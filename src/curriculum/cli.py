@@ -1,6 +1,6 @@
 """The `curriculum` command: a thin layer over the pipeline.
 
-    curriculum build [--edition public|member|all] [--out DIR] [--strict] [--bench]
+    curriculum build [--edition public|account|member|all] [--out DIR] [--strict] [--bench]
     curriculum check [--strict] [--site]
     curriculum serve [--edition member] [--port 8000] [--open]
     curriculum new capsule|question|drill|path ID [...]
@@ -224,7 +224,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     b = sub.add_parser("build", help="build the site's editions into build/<edition>/")
-    b.add_argument("--edition", default="all", help="public, member or all (default: all)")
+    b.add_argument("--edition", default="all",
+                   help="an edition id of site.yaml (public, account, member) or all (default: all)")
     b.add_argument("--out", type=Path, default=None, help="output folder (default: build/)")
     b.add_argument("--strict", action="store_true", help="treat every warning as an error")
     b.add_argument("--bench", action="store_true",

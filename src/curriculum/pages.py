@@ -394,7 +394,9 @@ def join(r: Renderer) -> None:
     rank = r.cat.tier_rank
     limit = rank[r.view.edition.max_tier]
     tiers = [{"tier": t, "open": rank[t.id] <= limit} for t in r.cat.site.tiers]
-    r.page("join.html", path, "What each tier gives", r.cat.site.upgrade_text,
+    r.page("join.html", path, "What each tier gives",
+           f"What each tier of {r.cat.site.title} opens, what it costs, and where to get it "
+           "or sign in.",
            index={"kind": "join", "access": r.cat.lowest_tier}, tiers=tiers,
            up_next=_link(r, path, "Home", "index.html"))
 
@@ -427,8 +429,9 @@ def review(r: Renderer) -> None:
 
 
 def placement(r: Renderer) -> None:
-    """The placement check: items grouped by nothing (one form), answers checked by
-    placement.js, which scores each part and picks the first matching rule."""
+    """The placement check: one form of items whose answers placement.js checks; it
+    scores each part, picks the first rule the scores meet, and starts the reader at the
+    first missed item's capsule (one on the suggested path if any was missed there)."""
     check = r.cat.placement
     assert check is not None
     path = PLACEMENT_PAGE
@@ -454,7 +457,9 @@ def placement(r: Renderer) -> None:
                       "href": relative(path, page_url("path", rule.path, r.cat)),
                       "first_title": first["title"] if first else "",
                       "first_href": first["href"] if first else "",
-                      "min_json": json.dumps(rule.min, sort_keys=True)})
+                      "min_json": json.dumps(rule.min, sort_keys=True),
+                      "capsules": " ".join(t for k, t in (x.target for x in lp.meta.steps)
+                                           if k == "capsule")})
     r.page("placement.html", path, check.title, check.summary,
            index={"kind": "placement", "access": r.cat.lowest_tier}, check=check,
            items=items, parts=parts, rules=rules,

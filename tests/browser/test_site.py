@@ -13,7 +13,8 @@ CAPSULE = "courses/demo/bandwidth/index.html"
 PAGE_KINDS = ["index.html", "courses/demo/index.html", CAPSULE, "courses/demo/tiling/index.html",
               "courses/demo/syllabus/index.html", "paths/starter/index.html",
               "questions/is-it-bound/index.html", "experiments/bound/index.html",
-              "ladder/index.html", "search/index.html", "404.html"]
+              "ladder/index.html", "search/index.html", "404.html", "join/index.html",
+              "review/index.html", "placement/index.html"]
 
 
 def search(tab: Tab, base: str, query: str) -> Any:
@@ -169,7 +170,7 @@ def test_keyboard_shortcuts_and_help(sample_site: str, tab: Tab) -> None:
 
 
 def test_every_page_kind_has_up_next_and_no_console_errors(sample_site: str, tab: Tab) -> None:
-    for edition in ("public", "member"):
+    for edition in ("public", "account", "member"):
         for rel in PAGE_KINDS:
             page = tab.goto(f"{sample_site}{edition}/{rel}")
             assert page.locator("a[data-key=next]").count() == 1, f"{edition}/{rel}"

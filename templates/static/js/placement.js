@@ -1,6 +1,7 @@
 // The placement check: score the answers in this browser, per course part, pick the first
-// suggestion rule whose minimums the scores meet, and name a capsule to start at (the
-// earliest, in course order, among the items missed; the path's first step when none was).
+// suggestion rule whose minimums the scores meet, and name a capsule to start at: the
+// earliest, in course order, among the missed items whose capsule is a step of the suggested
+// path, else among all missed items, else the path's first step when nothing was missed.
 // The result is kept with the reader's progress by site.js.
 import { recordPlacement, savedPlacement } from "./site.js";
 
@@ -25,6 +26,7 @@ function rules() {
     min: JSON.parse(li.dataset.min),
     firstTitle: li.dataset.firstTitle,
     firstHref: li.dataset.firstHref,
+    capsules: new Set(li.dataset.capsules.split(" ").filter(Boolean)),
   }));
 }
 
@@ -66,6 +68,7 @@ function check(event) {
     fs.querySelector(".placement-explain").hidden = false;
     return {
       part: fs.dataset.part,
+      capsule: fs.dataset.capsule,
       correct,
       order: Number(fs.dataset.capsuleOrder),
       title: fs.dataset.capsuleTitle,
@@ -75,8 +78,9 @@ function check(event) {
   const result = score(items);
   const rule = choose(rules(), result);
   const missed = items.filter((i) => !i.correct).sort((a, b) => a.order - b.order);
-  const start = missed.length
-    ? { title: missed[0].title, href: missed[0].href }
+  const first = missed.find((i) => rule.capsules.has(i.capsule)) || missed[0];
+  const start = first
+    ? { title: first.title, href: first.href }
     : { title: rule.firstTitle, href: rule.firstHref };
   recordPlacement({
     path: { id: rule.path, title: rule.title, href: fromRoot(rule.href) },
