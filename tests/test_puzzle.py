@@ -362,3 +362,19 @@ def test_puzzle_errors_are_reported_with_file_and_line(sample: Path) -> None:
     assert ("access.unknown-tier", "content/puzzles/01-map/puzzle.md") in found
     assert ("puzzle.number", "content/puzzles/01-map/puzzle.md") in found
     assert catalog is None
+
+
+def test_a_page_that_shows_a_withheld_solution_stops_the_build(
+        sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the page code wrongly decided the public edition may show the solution, the
+    scan (which reads the tiers on its own) refuses the edition."""
+    from curriculum.build import build
+    from curriculum.errors import ContentError
+    from curriculum.gating import EditionView
+
+    _with_puzzles(sample, ["11-matmul"])
+    monkeypatch.setattr(EditionView, "tier_allowed", lambda self, tier: True)
+    with pytest.raises(ContentError) as info:
+        build(sample, out_dir=tmp_path, templates=TEMPLATES, editions=["public"])
+    where = {str(d.loc) for d in info.value.diagnostics if d.code == "leak.withheld-text"}
+    assert any("puzzles/11-matmul/index.html" in w for w in where), where

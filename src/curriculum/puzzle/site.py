@@ -5,6 +5,9 @@ and launch, hints, the starter and a download of it). The reference solution is
 read from disk only when the edition's tier reaches the puzzle's
 `solution_access`; below it the section says which tier holds it, and the
 solution's text is never loaded, so nothing later in the build can leak it.
+As a second line of defence the puzzle files of an edition are scanned, like
+every other withheld text, for runs of the solutions it must not show (the
+search index is built from these pages, so it cannot hold what they do not).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from curriculum.check import LeakCheck
 from curriculum.markdown import highlight
 from curriculum.puzzle.content import Puzzle, load_puzzles
 from curriculum.puzzle.spec import argument_rows, launch_text, stars
@@ -54,9 +58,26 @@ def puzzle_pages(r: Renderer) -> None:
            index={"kind": "puzzle", "access": r.cat.site.tiers[0].id}, puzzles=rows,
            up_next={"title": puzzles[0].meta.title, "href": rows[0]["href"],
                     "label": "Start with"})
+    before = set(r.out.files)
     for i, p in enumerate(puzzles):
         _page(r, p, puzzles[i - 1] if i > 0 else None,
               puzzles[i + 1] if i + 1 < len(puzzles) else None)
+    _scan(r, puzzles, {path: data for path, data in r.out.files.items()
+                       if path not in before})
+
+
+def _scan(r: Renderer, puzzles: list[Puzzle], files: dict[str, bytes]) -> None:
+    """Refuse puzzle pages that hold a solution the edition withholds; decided from the
+    tier ranks directly, not by the code that chose what to render."""
+    rank = r.cat.tier_rank
+    limit = rank[r.view.edition.max_tier]
+    withheld = [p.solution.read_text(encoding="utf-8") for p in puzzles
+                if p.solution.is_file() and rank[p.meta.solution_access] > limit]
+    if not withheld:
+        return
+    shown = [p.starter.read_text(encoding="utf-8") for p in puzzles if p.starter.is_file()]
+    shown += [p.body.text for p in puzzles] + [h for p in puzzles for h in p.meta.hints]
+    LeakCheck(withheld, shown).scan(files, r.view.edition.id, r.diags)
 
 
 def _page(r: Renderer, p: Puzzle, prev: Puzzle | None, nxt: Puzzle | None) -> None:
