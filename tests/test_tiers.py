@@ -123,3 +123,26 @@ def test_templates_and_generator_name_no_tier() -> None:
             if literal.search(line):
                 found.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
     assert found == []
+
+
+def test_every_lock_of_the_shipped_site_offers_a_way_in() -> None:
+    """Every locked notice and badge of this repository's public and account editions (every
+    page kind, puzzles included) carries its tier's offer."""
+    result = build(REPO, editions=["public", "account"], write=False)
+    offer = offers(REPO)
+    checked = 0
+    for edition, out in result.outputs.items():
+        for name, data in sorted(out.files.items()):
+            if not name.endswith(".html"):
+                continue
+            html = data.decode("utf-8")
+            for aside in re.findall(r'<aside class="locked".*?</aside>', html, flags=re.S):
+                tier = re.search(r'data-offer-join="([a-z-]+)"', aside)
+                assert tier, f"{edition}/{name}: a locked notice without an offer"
+                assert f'href="{offer[tier.group(1)]["sign_in_url"]}"' in aside, name
+                checked += 1
+            for badge in re.finditer(r'class="badge badge-locked"[^>]*>[^<]*</span>', html):
+                assert html[badge.end():].startswith(' <a class="offer-link"'), \
+                    f"{edition}/{name}: a locked badge without its offer link"
+                checked += 1
+    assert checked > 100

@@ -83,7 +83,7 @@ function normalise(data) {
   const out = emptyProgress();
   if (!isRecord(data) || data.version !== 1) return null;
   for (const [key, at] of Object.entries(isRecord(data.done) ? data.done : {})) {
-    if (/^(capsule|question|experiment):[a-z0-9-]+$/.test(key)) out.done[key] = String(at);
+    if (/^(capsule|question|experiment|puzzle):[a-z0-9-]+$/.test(key)) out.done[key] = String(at);
   }
   for (const [key, grade] of Object.entries(isRecord(data.grades) ? data.grades : {})) {
     if (/^question:[a-z0-9-]+$/.test(key) && ["weak", "hire", "strong-hire"].includes(grade)) {
