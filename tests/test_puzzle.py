@@ -270,9 +270,18 @@ def test_sources_compile_for_sm90(pid: str, name: str) -> None:
 
 
 def _with_puzzles(sample: Path, ids: list[str]) -> None:
+    """Copies of the project's puzzles in the sample site, their background pointed at
+    the sample's capsules."""
     for pid in ids:
-        shutil.copytree(BY_ID[pid].folder, sample / "content/puzzles" / pid,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        dest = sample / "content/puzzles" / pid
+        shutil.copytree(BY_ID[pid].folder, dest, ignore=shutil.ignore_patterns("__pycache__"))
+        md = dest / "puzzle.md"
+        text = md.read_text()
+        head, sep, body = text.partition("\nbackground:\n")
+        if sep:
+            rest = body.split("\n---\n", 1)[1]
+            text = f"{head}\nbackground:\n  - copy-kernel\n---\n{rest}"
+        md.write_text(text)
 
 
 def _solution_lines(pid: str, elsewhere: str) -> list[str]:
@@ -304,6 +313,7 @@ def test_pages_in_every_edition_and_solution_only_in_member(sample: Path,
             assert f'href="{pid}/index.html"' in index
             page = (site / f"puzzles/{pid}/index.html").read_text()
             assert "Hint 1" in page and "Download starter.cu" in page
+            assert 'Background: <a href="../../courses/demo/copy-kernel/index.html">' in page
             assert (site / f"puzzles/{pid}/starter.cu").read_bytes() == \
                 BY_ID[pid].starter.read_bytes()
         locked = edition != "member"
@@ -361,6 +371,10 @@ def test_puzzle_errors_are_reported_with_file_and_line(sample: Path) -> None:
     found = {(d.code, d.loc.path) for d in diags.errors}
     assert ("access.unknown-tier", "content/puzzles/01-map/puzzle.md") in found
     assert ("puzzle.number", "content/puzzles/01-map/puzzle.md") in found
+    md.write_text(md.read_text().replace("  - copy-kernel", "  - copy-kernal"))
+    diags, _, _ = check_project(sample, TEMPLATES)
+    unknown = [d for d in diags.errors if d.code == "puzzle.unknown-capsule"]
+    assert unknown and "did you mean 'copy-kernel'" in unknown[0].format()
     assert catalog is None
 
 

@@ -44,6 +44,8 @@ class PuzzleMeta(BaseModel):
         description="Tier of the reference solution; at or above `access`.")
     summary: Text = Field(description="One sentence: what the kernel computes.")
     hints: list[Text] = Field(description="Hints, mildest first.", min_length=1)
+    background: list[Id] = Field(default_factory=list,
+                                 description="Capsule ids that teach what the puzzle needs.")
 
 
 @dataclass(frozen=True)
@@ -206,6 +208,11 @@ def check_puzzles(root: Path, tiers: list[str], ids: dict[str, set[str]],
             diags.error(Loc(file, 1, 1), "puzzle.solution-tier",
                         f"solution_access '{p.meta.solution_access}' is below the page's "
                         f"access '{p.meta.access}'")
+        for cid in p.meta.background:
+            if cid not in ids.get("capsule", set()):
+                diags.error(Loc(file, 1, 1), "puzzle.unknown-capsule",
+                            f"background names no capsule '{cid}'",
+                            did_you_mean(cid, ids.get("capsule", set())))
         if not p.solution.is_file():
             diags.warning(Loc(file, 1, 1), "puzzle.no-solution",
                           f"no {p.folder.name}/solution.cu: the page and `check` go without one")

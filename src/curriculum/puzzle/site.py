@@ -20,7 +20,7 @@ from curriculum.check import LeakCheck
 from curriculum.markdown import highlight
 from curriculum.puzzle.content import Puzzle, load_puzzles
 from curriculum.puzzle.spec import argument_rows, launch_text, stars
-from curriculum.render import JOIN_PAGE, Renderer, relative
+from curriculum.render import JOIN_PAGE, Renderer, page_url, relative
 
 INDEX = "puzzles/index.html"
 
@@ -66,6 +66,17 @@ def puzzle_pages(r: Renderer) -> None:
                        if path not in before})
 
 
+def _background(r: Renderer, p: Puzzle, path: str) -> list[dict[str, str]]:
+    """Links to the capsules the puzzle builds on (those this catalog holds and shows)."""
+    out = []
+    for cid in p.meta.background:
+        cap = r.cat.capsules.get(cid)
+        if cap is not None and not cap.draft:
+            out.append({"title": cap.meta.title,
+                        "href": relative(path, page_url("capsule", cid, r.cat))})
+    return out
+
+
 def _scan(r: Renderer, puzzles: list[Puzzle], files: dict[str, bytes]) -> None:
     """Refuse puzzle pages that hold a solution the edition withholds; decided from the
     tier ranks directly, not by the code that chose what to render."""
@@ -105,7 +116,7 @@ def _page(r: Renderer, p: Puzzle, prev: Puzzle | None, nxt: Puzzle | None) -> No
            rows=argument_rows(p.spec), launch=launch_text(p.spec), spec=p.spec,
            starter_html=starter_html, starter_href=starter_href,
            starter_file=f"content/puzzles/{p.id}/starter.cu", solution_html=solution_html,
-           index_href=relative(path, INDEX),
+           index_href=relative(path, INDEX), background=_background(r, p, path),
            prev={"title": prev.meta.title, "href": relative(path, page_path(prev)),
                  "label": "Previous"} if prev else None,
            up_next=up_next)
