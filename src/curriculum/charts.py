@@ -60,13 +60,14 @@ FIELDS: dict[str, tuple[Callable[[CaseResult], float | None], str, str]] = {
     "pct_library": (lambda c: c.pct_library, "% of library", "{:.1f}%"),
     "rel_err": (lambda c: c.rel_err, "relative error", "{:.1e}"),
     "library_ms": (_library("ms"), "library time (ms)", "{:.3g}"),
+    "library_us": (_library("ms", 1e3), "library time (µs)", "{:.3g}"),
     "library_gbps": (_library("gbps"), "library GB/s", "{:.0f}"),
     "library_tflops": (_library("tflops"), "library TFLOP/s", "{:.3g}"),
     "ns_per_item": (lambda c: c.ns_per_item, "ns per item (median)", "{:.3g}"),
     "cycles_per_item": (lambda c: c.cycles_per_item, "cycles per item (median)", "{:.3g}"),
 }
 
-LIBRARY_FIELDS = ("pct_library", "library_ms", "library_gbps", "library_tflops")
+LIBRARY_FIELDS = ("pct_library", "library_ms", "library_us", "library_gbps", "library_tflops")
 
 
 def field_label(field: str, cases: list[CaseResult]) -> str:

@@ -26,7 +26,8 @@ from curriculum.results import CaseResult, ResultsFile, Run, check_text, source_
 from curriculum.yamlio import load_yaml
 
 CASE_FIELDS = ("ms", "us", "gbps", "tbps", "tflops", "pct_roofline", "pct_library", "rel_err",
-               "library_ms", "library_gbps", "library_tflops", "ns_per_item", "cycles_per_item")
+               "library_ms", "library_us", "library_gbps", "library_tflops", "ns_per_item",
+               "cycles_per_item")
 CEILING_FIELDS = ("ms", "gbps", "tbps", "tflops")
 
 
@@ -58,7 +59,7 @@ class Chart:
 def format_value(field_name: str, v: float) -> str:
     if field_name in ("ms", "library_ms"):
         return f"{v:.3f} ms" if v < 100 else f"{v:,.0f} ms"
-    if field_name == "us":
+    if field_name in ("us", "library_us"):
         return f"{v:,.1f} µs"
     if field_name in ("gbps", "library_gbps"):
         return f"{v:,.0f} GB/s"
@@ -71,9 +72,9 @@ def format_value(field_name: str, v: float) -> str:
     if field_name == "rel_err":
         return f"{v:.1e}"
     if field_name == "ns_per_item":
-        return f"{v:.3g} ns"
+        return f"{v / 1000:.3g} µs" if v >= 1000 else f"{v:.3g} ns"
     if field_name == "cycles_per_item":
-        return f"{v:.3g} cycles"
+        return f"{v:,.0f} cycles" if v >= 1000 else f"{v:.3g} cycles"
     return f"{v:g}"
 
 
@@ -89,6 +90,7 @@ def case_value(case: CaseResult, field_name: str) -> float | None:
         "pct_library": case.pct_library,
         "rel_err": case.rel_err,
         "library_ms": base.stat.median_ms if base else None,
+        "library_us": base.stat.median_ms * 1000 if base else None,
         "library_gbps": base.gbps if base else None,
         "library_tflops": base.tflops if base else None,
         "ns_per_item": case.ns_per_item,
