@@ -45,7 +45,7 @@
 // reach). The partial states add 32 splits x 32 heads x 520 B = 0.53 MB written and read back,
 // 0.4% of the bytes. A plain kernel that reads the same 134 MB after the same L2 flush takes about
 // 33.3 us, and so did this kernel's own grid and loads with the arithmetic replaced by an XOR
-// (kernels/attention/NOTES.md, fifteenth round): the access pattern streams at full speed. The
+// (kernels/attention/DESIGN.md has the timings): the access pattern streams at full speed. The
 // FMA loop's arithmetic cost that stream ~2.5 us, because a warp's next loads wait for its own
 // arithmetic; the tensor-core step is ~7x fewer instructions, so most of that should go (estimate:
 // 1-1.5 us). After the loop, the CTA merge, the ticket and the last CTA's merge take ~2.4 us
