@@ -19,7 +19,7 @@ from markupsafe import Markup
 from curriculum.check import LeakCheck
 from curriculum.markdown import highlight
 from curriculum.puzzle.content import Puzzle, load_puzzles
-from curriculum.puzzle.spec import argument_rows, launch_text, stars
+from curriculum.puzzle.spec import argument_rows, launch_text
 from curriculum.render import JOIN_PAGE, Renderer, page_url, relative
 
 INDEX = "puzzles/index.html"
@@ -51,7 +51,6 @@ def puzzle_pages(r: Renderer) -> None:
     rows = []
     for p in puzzles:
         rows.append({"p": p, "href": relative(INDEX, page_path(p)),
-                     "stars": stars(p.meta.difficulty),
                      "access": _tier(r, p.meta.access, not r.view.tier_allowed(p.meta.access))})
     r.page("puzzles.html", INDEX, "CUDA puzzles",
            f"{len(puzzles)} CUDA puzzles, from a one-line map to a row softmax.",
@@ -61,7 +60,7 @@ def puzzle_pages(r: Renderer) -> None:
     before = set(r.out.files)
     for i, p in enumerate(puzzles):
         _page(r, p, puzzles[i - 1] if i > 0 else None,
-              puzzles[i + 1] if i + 1 < len(puzzles) else None)
+              puzzles[i + 1] if i + 1 < len(puzzles) else None, len(puzzles))
     _scan(r, puzzles, {path: data for path, data in r.out.files.items()
                        if path not in before})
 
@@ -91,7 +90,8 @@ def _scan(r: Renderer, puzzles: list[Puzzle], files: dict[str, bytes]) -> None:
     LeakCheck(withheld, shown).scan(files, r.view.edition.id, r.diags)
 
 
-def _page(r: Renderer, p: Puzzle, prev: Puzzle | None, nxt: Puzzle | None) -> None:
+def _page(r: Renderer, p: Puzzle, prev: Puzzle | None, nxt: Puzzle | None, count: int
+          ) -> None:
     path = page_path(p)
     page_locked = not r.view.tier_allowed(p.meta.access)
     solution_locked = page_locked or not r.view.tier_allowed(p.meta.solution_access)
@@ -109,7 +109,7 @@ def _page(r: Renderer, p: Puzzle, prev: Puzzle | None, nxt: Puzzle | None) -> No
                {"title": "All puzzles", "href": relative(path, INDEX), "label": "Back to"})
     r.page("puzzle.html", path, f"Puzzle {p.number}: {p.meta.title}", p.meta.summary,
            index={"kind": "puzzle", "access": p.meta.access},
-           p=p, meta=p.meta, stars=stars(p.meta.difficulty), locked=page_locked,
+           p=p, meta=p.meta, count=count, locked=page_locked,
            access=_tier(r, p.meta.access, page_locked),
            solution=_tier(r, p.meta.solution_access, solution_locked),
            body_html=Markup("") if page_locked else r.markdown(p.body, path),
