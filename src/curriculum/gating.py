@@ -87,6 +87,8 @@ def public_texts(view: EditionView) -> list[str]:
             texts.append(_metadata_text(course.syllabus))
     if cat.ladder is not None:
         texts.append(_metadata_text(cat.ladder))
+    if cat.placement is not None:
+        texts.append(_metadata_text(cat.placement))
     for item in (*cat.capsules.values(), *cat.questions.values(), *cat.experiments.values()):
         texts.extend([item.meta.title, item.meta.summary])
     bodies: list[str] = []
@@ -97,6 +99,9 @@ def public_texts(view: EditionView) -> list[str]:
                 bodies.append(cap.rest.text)
     for q in cat.questions.values():
         bodies.extend([q.question.text, q.answer.text])
+        if q.meta.rubric is not None:  # shown on its page and on the review page
+            texts.append(_metadata_text(q.meta.rubric))
+            texts.append(q.meta.editor_note)
     for exp in cat.experiments.values():
         bodies.append(exp.preview.text)
         if exp.rest is not None:
