@@ -42,7 +42,7 @@ def text(z: zipfile.ZipFile, name: str) -> str:
 
 
 def test_course_page_links_its_edition_epub(site: Path) -> None:
-    for edition in ("public", "member"):
+    for edition in ("public", "account", "member"):
         page = (site / edition / "courses/demo/index.html").read_text()
         assert f'href="demo-{edition}.epub"' in page
 
@@ -87,13 +87,13 @@ def test_public_epub_holds_preview_not_withheld_text(site: Path) -> None:
 def test_epub_is_byte_identical_across_builds(site: Path, tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     again = built(tmp_path, monkeypatch)
-    for edition in ("public", "member"):
+    for edition in ("public", "account", "member"):
         rel = epub_path("demo", edition)
         assert (again / edition / rel).read_bytes() == (site / edition / rel).read_bytes()
 
 
 def test_epubcheck_passes(site: Path) -> None:
-    epubcheck([site / e / epub_path("demo", e) for e in ("public", "member")])
+    epubcheck([site / e / epub_path("demo", e) for e in ("public", "account", "member")])
 
 
 def epubcheck(books: list[Path]) -> None:
