@@ -48,6 +48,16 @@ def puzzle_pages(r: Renderer) -> None:
     puzzles = load_puzzles(r.root)
     if not puzzles:
         return
+    # `serve` renders these pages with a catalog emptied of content (they are no unit of
+    # their own); links from them resolve against the edition's whole catalog either way.
+    shown, r.cat = r.cat, r.view.catalog
+    try:
+        _pages(r, puzzles)
+    finally:
+        r.cat = shown
+
+
+def _pages(r: Renderer, puzzles: list[Puzzle]) -> None:
     rows = []
     for p in puzzles:
         rows.append({"p": p, "href": relative(INDEX, page_path(p)),
