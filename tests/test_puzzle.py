@@ -392,3 +392,60 @@ def test_a_page_that_shows_a_withheld_solution_stops_the_build(
         build(sample, out_dir=tmp_path, templates=TEMPLATES, editions=["public"])
     where = {str(d.loc) for d in info.value.diagnostics if d.code == "leak.withheld-text"}
     assert any("puzzles/11-matmul/index.html" in w for w in where), where
+
+
+def _fake_check(monkeypatch: pytest.MonkeyPatch, outcome: object) -> list[dict[str, object]]:
+    import curriculum.puzzle.check as check
+
+    calls: list[dict[str, object]] = []
+
+    def fake(puzzle: object, file: Path, sizes: object = None, seed: object = None,
+             timed: bool = True) -> object:
+        calls.append({"file": file, "sizes": sizes, "seed": seed})
+        return outcome
+
+    monkeypatch.setattr(check, "run_check", fake)
+    return calls
+
+
+def test_check_prints_the_first_mismatches_and_exits_1(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from curriculum.puzzle.check import Comparison, Mismatch, Outcome
+
+    wrong = [Mismatch((992, j), 1.5 + j, 0.25) for j in range(10)]
+    outcome = Outcome({"m": 1000, "n": 1100, "k": 700}, 1,
+                      [Comparison("c", 1_100_000, 8800, wrong)])
+    calls = _fake_check(monkeypatch, outcome)
+    code, out, _ = run_cli(capsys, "check", "11", "mine.cu", "--seed", "1")
+    assert code == 1 and calls[0]["seed"] == 1
+    lines = out.splitlines()
+    assert lines[0] == "puzzle 11 (Matmul) at m=1000, n=1100, k=700, seed 1"
+    assert lines[1] == "c: 8800 of 1100000 elements wrong; the first 10:"
+    assert lines[2] == "  c[992, 0]: expected 1.5, got 0.25"
+    assert len([ln for ln in lines if ln.startswith("  c[")]) == 10
+    assert lines[-1] == "FAILED"
+
+
+def test_check_reports_a_write_past_the_end(capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from curriculum.puzzle.check import Comparison, Outcome
+
+    _fake_check(monkeypatch, Outcome({"n": 1000}, 4, [Comparison("out", 1000, 0, [], 0)]))
+    code, out, _ = run_cli(capsys, "check", "3", "mine.cu", "--small")
+    assert code == 1
+    assert "out: all 1000 elements match" in out
+    assert "wrote past the end of out (element 1000, 1 past the last)" in out
+
+
+def test_check_prints_both_times_on_success(capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from curriculum.puzzle.check import Comparison, Outcome
+
+    outcome = Outcome({"n": 16}, 9, [Comparison("out", 16, 0)], (0.2, 0.19, 0.21),
+                      (0.1, 0.09, 0.11))
+    calls = _fake_check(monkeypatch, outcome)
+    code, out, _ = run_cli(capsys, "check", "1", "mine.cu", "--small")
+    assert code == 0 and calls[0]["sizes"] == BY_ID["01-map"].spec.small
+    assert "your kernel:        0.2000 ms median (20th-80th percentile 0.1900-0.2100 ms)" in out
+    assert "reference solution: 0.1000 ms median" in out and "(yours takes 2.00x)" in out
+    assert out.splitlines()[-1] == "PASSED"

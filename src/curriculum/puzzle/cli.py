@@ -126,10 +126,9 @@ def _check(p: Puzzle, args: argparse.Namespace) -> int:
     shape = ", ".join(f"{k}={v}" for k, v in outcome.sizes.items())
     _out(f"puzzle {p.number} ({p.meta.title}) at {shape}, seed {outcome.seed}")
     for c in outcome.comparisons:
-        if c.passed:
+        if not c.bad:
             _out(f"{c.name}: all {c.total} elements match")
-            continue
-        if c.bad:
+        else:
             _out(f"{c.name}: {c.bad} of {c.total} elements wrong; the first "
                  f"{len(c.mismatches)}:")
             for m in c.mismatches:
