@@ -433,3 +433,294 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# --- the `artifact` and `ncu` blocks of a page ---------------------------------------------
+
+BLOCKS = ("artifact", "ncu")
+
+
+@dataclass(frozen=True)
+class BlockProblem:
+    """Why a block cannot be shown: a stable code, a message, the 0-based line in the block."""
+
+    code: str
+    message: str
+    line: int = 0
+    hint: str | None = None
+
+
+class BlockError(Exception):
+    def __init__(self, problems: list[BlockProblem]) -> None:
+        super().__init__("; ".join(p.message for p in problems))
+        self.problems = problems
+
+
+def _key_line(text: str, needle: str) -> int:
+    for i, ln in enumerate(text.splitlines()):
+        if needle in ln:
+            return i
+    return 0
+
+
+def _spec(text: str, kind: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        spec = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise BlockError([BlockProblem(f"{kind}.syntax", f"{kind} block is not valid YAML: {exc}",
+                                       mark.line if mark else 0)]) from exc
+    if not isinstance(spec, dict):
+        raise BlockError([BlockProblem(f"{kind}.syntax", f"{kind} block must be a YAML mapping",
+                                       0, _HINTS[kind])])
+    allowed = {"artifact": {"path", "lines", "grep", "caption"},
+               "ncu": {"file", "files", "metrics", "caption"}}[kind]
+    unknown = sorted(set(spec) - allowed)
+    if unknown:
+        raise BlockError([BlockProblem(f"{kind}.syntax", f"{kind} block: unknown key '{unknown[0]}'",
+                                       _key_line(text, unknown[0]),
+                                       f"keys: {', '.join(sorted(allowed))}")])
+    return spec
+
+
+_HINTS = {
+    "artifact": "path: kernels/<topic>/artifacts/<file>, then optional lines: A-B, grep: REGEX",
+    "ncu": "files: [kernels/<topic>/artifacts/<name>.ncu.json], metrics: [Section / Metric, ...]",
+}
+
+
+def _read_confined(ref: Any, root: Path, kind: str, line: int) -> tuple[str, str]:
+    """The text of a file under `kernels/`, confined as every file a page pulls in."""
+    from curriculum.assets import Refused, confine, read_asset
+
+    if not isinstance(ref, str) or not ref.strip():
+        raise BlockError([BlockProblem(f"{kind}.syntax", f"{kind} block needs a file path", line,
+                                       _HINTS[kind])])
+    found = confine(ref.strip(), root, root / "kernels", what=f"{kind} file")
+    if isinstance(found, Refused):
+        code = f"{kind}.missing" if found.code == "image.missing" else found.code
+        message = found.message.replace("content folder", "kernels folder")
+        raise BlockError([BlockProblem(code, message, line,
+                                       f"write it with `{command_for(kernel_id_of(ref.strip()) or 'ID')}`"
+                                       if code.endswith(".missing") else found.hint)])
+    try:
+        return ref.strip(), read_asset(found).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BlockError([BlockProblem(f"{kind}.missing", f"{kind} file '{ref}': {exc}",
+                                       line)]) from exc
+
+
+def _provenance_lines(text: str) -> tuple[list[str], int]:
+    """The leading `// ` lines of an artifact, and how many there are."""
+    head = []
+    for ln in text.splitlines():
+        if not ln.startswith("// "):
+            break
+        head.append(ln[3:])
+    return head, len(head)
+
+
+@dataclass(frozen=True)
+class ArtifactExcerpt:
+    path: str
+    code: str
+    lang: str
+    first: int
+    last: int
+    grep: str | None
+    command: str
+    provenance: str
+    caption: str
+
+
+def artifact_excerpt(text: str, root: Path) -> ArtifactExcerpt:
+    """What an `artifact` block shows; BlockError when it cannot be shown."""
+    spec = _spec(text, "artifact")
+    path, body = _read_confined(spec.get("path"), root, "artifact", _key_line(text, "path"))
+    lines = body.splitlines()
+    head, skip = _provenance_lines(body)
+    first, last = skip + 1, len(lines)
+    if "lines" in spec:
+        at = _key_line(text, "lines")
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+))?\s*", str(spec["lines"]))
+        if m is None:
+            raise BlockError([BlockProblem("artifact.lines", f"lines '{spec['lines']}' is not "
+                                           "A-B (1-based, inclusive)", at)])
+        first, last = int(m.group(1)), int(m.group(2) or m.group(1))
+        if not 1 <= first <= last <= len(lines):
+            raise BlockError([BlockProblem("artifact.lines", f"lines {first}-{last} are outside "
+                                           f"'{path}' ({len(lines)} lines)", at)])
+    chosen = [(i + 1, ln) for i, ln in enumerate(lines) if first <= i + 1 <= last and i >= skip]
+    grep = spec.get("grep")
+    if grep is not None:
+        at = _key_line(text, "grep")
+        try:
+            pattern = re.compile(str(grep))
+        except re.error as exc:
+            raise BlockError([BlockProblem("artifact.grep", f"grep '{grep}': {exc}", at)]) from exc
+        chosen = [(n, ln) for n, ln in chosen if pattern.search(ln)]
+        if not chosen:
+            raise BlockError([BlockProblem("artifact.grep", f"grep '{grep}' matches no line of "
+                                           f"'{path}'", at)])
+    if not chosen:
+        raise BlockError([BlockProblem("artifact.lines", f"nothing to show of '{path}'", 0)])
+    kid = kernel_id_of(path)
+    suffix = Path(path).suffix.lstrip(".")
+    return ArtifactExcerpt(
+        path=path, code="\n".join(ln for _, ln in chosen) + "\n",
+        lang=suffix if suffix in ("ptx", "sass") else "text",
+        first=chosen[0][0], last=chosen[-1][0], grep=str(grep) if grep is not None else None,
+        command=command_for(kid) if kid else "",
+        provenance=head[1] if len(head) > 1 else "", caption=str(spec.get("caption", "")).strip())
+
+
+@dataclass(frozen=True)
+class NcuTable:
+    columns: list[str]  # one per file: kernel id and shape
+    rows: list[tuple[str, list[str]]]  # label, one cell per file
+    caption: str
+    provenance: list[str]  # one line per distinct tool/GPU/date
+    commands: list[str]
+
+
+def _metric(data: dict[str, Any], name: str) -> dict[str, Any] | None:
+    if " / " in name:
+        section, _, metric = name.partition(" / ")
+        return data.get("sections", {}).get(section.strip(), {}).get(metric.strip())
+    return data.get("raw", {}).get(name.strip())
+
+
+def _all_metrics(data: dict[str, Any]) -> list[str]:
+    names = [f"{s} / {m}" for s, ms in data.get("sections", {}).items() for m in ms]
+    return names + list(data.get("raw", {}))
+
+
+def format_value(value: Any, unit: str) -> str:
+    if isinstance(value, float):
+        text = f"{value:,.0f}" if value.is_integer() else f"{value:,.2f}".rstrip("0").rstrip(".")
+    else:
+        text = str(value)
+    unit = unit.strip()
+    if unit in ("", "inst") and not isinstance(value, float):
+        return text
+    return f"{text} {unit}".strip() if unit != "%" else f"{text}%"
+
+
+def ncu_table(text: str, root: Path) -> NcuTable:
+    """What an `ncu` block shows; BlockError listing every missing file or metric."""
+    spec = _spec(text, "ncu")
+    files = spec.get("files", spec.get("file"))
+    if isinstance(files, str):
+        files = [files]
+    if not isinstance(files, list) or not files:
+        raise BlockError([BlockProblem("ncu.syntax", "ncu block needs file: or files:", 0,
+                                       _HINTS["ncu"])])
+    metrics = spec.get("metrics")
+    if not isinstance(metrics, list) or not metrics:
+        raise BlockError([BlockProblem("ncu.syntax", "ncu block needs a metrics: list",
+                                       _key_line(text, "metrics"), _HINTS["ncu"])])
+    problems: list[BlockProblem] = []
+    datas = []
+    for ref in files:
+        line = _key_line(text, str(ref))
+        try:
+            path, body = _read_confined(ref, root, "ncu", line)
+            data = json.loads(body)
+            if not isinstance(data, dict) or "raw" not in data:
+                raise ValueError("not an ncu data file of `curriculum artifacts`")
+            datas.append((path, data))
+        except BlockError as exc:
+            problems.extend(exc.problems)
+        except ValueError as exc:
+            problems.append(BlockProblem("ncu.syntax", f"ncu file '{ref}': {exc}", line))
+    if problems:
+        raise BlockError(problems)
+    rows = []
+    for entry in metrics:
+        label = unit_override = None
+        if isinstance(entry, dict):
+            name, label, unit_override = entry.get("metric"), entry.get("label"), entry.get("unit")
+        else:
+            name = entry
+        line = _key_line(text, str(name))
+        if not isinstance(name, str) or not name.strip():
+            problems.append(BlockProblem("ncu.syntax", f"metric entry {entry!r} names no metric",
+                                         line, "write a name, or {metric: NAME, label: TEXT}"))
+            continue
+        cells = []
+        for path, data in datas:
+            found = _metric(data, name)
+            if found is None:
+                from curriculum.errors import did_you_mean
+
+                problems.append(BlockProblem("ncu.unknown-metric",
+                                             f"no metric '{name}' in '{path}'", line,
+                                             did_you_mean(name, _all_metrics(data))))
+                continue
+            unit = found.get("unit", "") if unit_override is None else str(unit_override)
+            cells.append(format_value(found.get("value"), unit))
+        rows.append((str(label or name.split(" / ")[-1]), cells))
+    if problems:
+        raise BlockError(problems)
+    columns = [f"{d.get('kernel', p)} ({', '.join(f'{k}={v}' for k, v in d.get('shape', {}).items())})"
+               for p, d in datas]
+    prov = []
+    for _, d in datas:
+        pv = d.get("provenance", {})
+        line = (f"Nsight Compute {pv.get('ncu', '').replace('Version ', '').split(' ')[0]}, "
+                f"{pv.get('gpu', '')} (driver {pv.get('driver', '')}), clocks not locked, "
+                f"{pv.get('date', '')[:10]}")
+        if line not in prov:
+            prov.append(line)
+    return NcuTable(columns, rows, str(spec.get("caption", "")).strip(), prov,
+                    [d.get("command", "") for _, d in datas])
+
+
+def check_block(kind: str, text: str, root: Path) -> list[BlockProblem]:
+    try:
+        if kind == "artifact":
+            artifact_excerpt(text, root)
+        else:
+            ncu_table(text, root)
+    except BlockError as exc:
+        return exc.problems
+    return []
+
+
+def check_blocks(body: Any, root: Path, diags: Any) -> None:
+    """Report every problem of a body's `artifact` and `ncu` blocks at its file:line."""
+    from curriculum.errors import Loc
+
+    for kind, text, line in getattr(body.refs, "artifacts", ()):
+        for p in check_block(kind, text, root):
+            diags.error(Loc(body.file, body.line + line + 1 + p.line, 1), p.code, p.message, p.hint)
+
+
+def render_block(kind: str, text: str, root: Path) -> str:
+    """HTML of a block; raises BlockError (the build reports it)."""
+    from html import escape
+
+    from curriculum.markdown import highlight
+
+    if kind == "artifact":
+        ex = artifact_excerpt(text, root)
+        where = f"lines {ex.first}–{ex.last}" if ex.first != ex.last else f"line {ex.first}"
+        if ex.grep:
+            where = f"lines matching <code>{escape(ex.grep)}</code>"
+        made = f"; written by <code>{escape(ex.command)}</code>" if ex.command else ""
+        prov = f" ({escape(ex.provenance)})" if ex.provenance else ""
+        lead = f"{escape(ex.caption)} " if ex.caption else ""
+        return (f'<figure class="artifact">{highlight(ex.code, ex.lang)}<figcaption>{lead}'
+                f"<code>{escape(ex.path)}</code>, {where}{made}{prov}.</figcaption></figure>\n")
+    table = ncu_table(text, root)
+    head = "".join(f"<th>{escape(c)}</th>" for c in table.columns)
+    body = "".join(
+        f"<tr><th>{escape(label)}</th>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>"
+        for label, cells in table.rows)
+    cmds = ", ".join(f"<code>{escape(c)}</code>" for c in dict.fromkeys(table.commands) if c)
+    lead = f"{escape(table.caption)} " if table.caption else ""
+    return (f'<figure class="ncu"><table><thead><tr><th>metric</th>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table><figcaption>{lead}{escape('; '.join(table.provenance))}"
+            f"; figures stored by {cmds}.</figcaption></figure>\n")

@@ -12,6 +12,8 @@ Syntax beyond CommonMark, each added as a markdown-it rule:
   or focus; `{spec:VALUE | SOURCE}`: a published constant and where it is from.
   Malformed markup becomes a `typed_error` token that `validate` reports;
 - a fenced block with info `chart`: a YAML chart spec (see `charts`);
+- fenced blocks with info `artifact` (an excerpt of a committed compiler output) and
+  `ncu` (a table of stored Nsight Compute figures), see `artifacts`;
 - HTML comments are dropped; `<!-- more -->` and `<!-- answer -->` are markers.
 
 Raw HTML is never passed through (`html=False`) and only known link schemes
@@ -214,6 +216,7 @@ class Refs:
     links: list[tuple[str, int]] = field(default_factory=list)  # href, line
     figures: list[tuple[dict[str, Any], int]] = field(default_factory=list)
     charts: list[tuple[str, int]] = field(default_factory=list)  # YAML text, line of the fence
+    artifacts: list[tuple[str, str, int]] = field(default_factory=list)  # kind, YAML, fence line
     images: list[tuple[str, str, int]] = field(default_factory=list)  # src, alt, line
     code_langs: list[tuple[str, int]] = field(default_factory=list)
     math: list[tuple[str, bool, int]] = field(default_factory=list)
@@ -234,6 +237,8 @@ def collect_refs(tokens: list[Token]) -> Refs:
             info = tok.info.strip().split()[0] if tok.info.strip() else ""
             if info == "chart":
                 refs.charts.append((tok.content, line))
+            elif info in ("artifact", "ncu"):
+                refs.artifacts.append((info, tok.content, line))
             else:
                 refs.code_langs.append((info, line))
                 refs.code_lines += tok.content.count("\n")
@@ -327,7 +332,7 @@ def highlight_files(paths: list[Path]) -> dict[tuple[str, str], str]:
         for m in _FENCE.finditer(path.read_text(encoding="utf-8")):
             words = m.group("info").split()
             lang = words[0] if words else ""
-            if lang != "chart":
+            if lang not in ("chart", "artifact", "ncu"):
                 found[(m.group("code"), lang)] = highlight(m.group("code"), lang)
     return found
 
@@ -357,6 +362,8 @@ def _render_fence(self: Any, tokens: list[Token], idx: int, options: Any, env: d
     info = tok.info.strip().split()[0] if tok.info.strip() else ""
     if info == "chart":
         return env["chart"](tok.content, tok.map[0] if tok.map else 0)
+    if info in ("artifact", "ncu"):
+        return env["artifact"](info, tok.content, tok.map[0] if tok.map else 0)
     return highlight(tok.content, info)
 
 

@@ -138,6 +138,7 @@ class Renderer:
                 "image": lambda src: self._image(src, page, body, added),
                 "figure": self._figure,
                 "chart": lambda text, line: self._chart(text, line, page, body, added),
+                "artifact": lambda kind, text, line: self._artifact(kind, text, line, body),
             }
             hit = (render_tokens(list(body.tokens), env), added)
             self.m.fragments[key] = hit
@@ -196,6 +197,17 @@ class Renderer:
         caption = f"<figcaption>{escape(chart.caption)}</figcaption>" if chart.caption else ""
         return (f'<figure class="chart"><img src="{escape(relative(page, path))}" '
                 f'alt="{escape(chart.alt)}">{caption}</figure>\n')
+
+    def _artifact(self, kind: str, text: str, line: int, body: Body) -> str:
+        from curriculum.artifacts import BlockError, render_block
+
+        try:
+            return render_block(kind, text, self.root)
+        except BlockError as exc:  # validate reports these; this is a file changed since then
+            for p in exc.problems:
+                self.diags.error(Loc(body.file, body.line + line + 1 + p.line, 1), p.code,
+                                 p.message, p.hint)
+            return f'<p class="chart-missing">[{escape(kind)} not available]</p>'
 
     # -- pages ------------------------------------------------------------------------
 

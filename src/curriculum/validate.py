@@ -176,6 +176,10 @@ def _check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnos
         if lang.lower() not in LANGUAGES:
             diags.error(Loc(body.file, body.line + line, 1), "code.unknown-language",
                         f"unknown code language '{lang}'", did_you_mean(lang, LANGUAGES))
+    if refs.artifacts:
+        from curriculum.artifacts import check_blocks
+
+        check_blocks(body, root, diags)
     for latex, display, line in refs.math:
         try:
             to_mathml(latex, display)
