@@ -46,11 +46,12 @@ def test_entry_and_options() -> None:
 
 def test_trim_ptx_keeps_directives_and_the_entry() -> None:
     ptx = (".version 9.0\n.target sm_90\n.address_size 64\n\n.visible .entry other(\n)\n{\n}\n"
-           ".visible .entry mine(\n\t.param .u64 p\n)\n{\n\tret;\n\n}\n.func tail()\n{\n}\n")
+           ".visible .entry mine(\n\t.param .u64 p\n)\n{\n\t// begin inline asm\n\t{\n\tfence;\n}\n"
+           "\tld.v4.u32 {%r1, %r2, %r3, %r4}, [%rd1];\n\tret;\n\n}\n.func tail()\n{\n}\n")
     out = artifacts.trim_ptx(ptx, "mine")
     assert out.startswith(".version 9.0\n.target sm_90\n.address_size 64\n")
     assert ".entry mine(" in out and "other" not in out and ".func" not in out
-    assert out.rstrip().endswith("}")
+    assert out.rstrip().endswith("}") and "\tret;" in out and "fence;" in out
 
 
 def test_trim_sass_drops_encodings_flags_and_padding() -> None:

@@ -126,7 +126,13 @@ def trim_ptx(ptx: str, entry: str) -> str:
                   if re.search(rf"\.entry\s+{re.escape(entry)}\s*\(", ln)), None)
     if start is None:
         raise ValueError(f"no .entry {entry} in the PTX")
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].rstrip() == "}"), len(lines) - 1)
+    depth, opened, end = 0, False, len(lines) - 1
+    for i in range(start, len(lines)):  # inline asm opens its own { } blocks, also at column 0
+        depth += lines[i].count("{") - lines[i].count("}")
+        opened = opened or "{" in lines[i]
+        if opened and depth == 0:
+            end = i
+            break
     return "\n".join(head + [""] + lines[start:end + 1]) + "\n"
 
 
