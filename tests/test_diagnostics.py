@@ -162,7 +162,7 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
                             replace(f"{CAP}/copy-kernel.md", "{fig:demo/01_copy.gbps}", "{fig:demo/03_copy_new.gbps}")),
                        f"{CAP}/copy-kernel.md:11:1: warning[figure.missing]: capsule 'copy-kernel' cites {{fig:demo/03_copy_new.gbps}}, which is not measured: demo/03_copy_new has no result on test-gpu yet; run `curriculum bench` on a GPU"),
     "figure.stale": (lambda root: (root / "kernels/demo/01_copy.cu").write_text("// 01 copy, edited\n"),
-                     f"{CAP}/copy-kernel.md:11:1: warning[figure.stale]: capsule 'copy-kernel' cites {{fig:demo/01_copy.gbps}}, but kernels/demo/01_copy.cu changed since it was measured; re-run `curriculum bench`"),
+                     f"{CAP}/copy-kernel.md:11:1: warning[figure.stale]: capsule 'copy-kernel' cites {{fig:demo/01_copy.gbps}}, but kernel source changed since it was measured (kernels/demo/01_copy); re-run `curriculum bench`"),
     "figure.syntax": (replace("content/experiments/bound.md", "default_from: ceiling/copy.tbps", "default_from: copy"),
                       "content/experiments/bound.md:1:1: error[figure.syntax]: default_from 'copy' is not 'topic/version.field' or 'ceiling/name.field'"),
     "chart.invalid": (replace(f"{CAP}/tiling.md", "kind: ladder", "kind: pie"),
