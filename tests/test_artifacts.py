@@ -224,3 +224,12 @@ def test_render_block_html(root: Path) -> None:
            "artifact": lambda kind, text, line: seen.append((kind, line)) or "<X>"}
     out = render_tokens(parse(PAGE), env)
     assert seen == [("artifact", 2), ("ncu", 7)] and out.count("<X>") == 2
+
+
+def test_cli_subcommand_refuses_without_tools(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from curriculum.cli import main
+
+    monkeypatch.setattr(artifacts.shutil, "which", lambda name: None)
+    assert main(["--root", str(REPO), "artifacts", "--only", "memory/*"]) == 2
+    assert "not found on the PATH" in capsys.readouterr().err

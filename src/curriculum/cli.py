@@ -5,6 +5,7 @@
     curriculum serve [--edition member] [--port 8000] [--open]
     curriculum new capsule|question|drill|path ID [...]
     curriculum bench [...]          (on a machine with a CUDA GPU)
+    curriculum artifacts [--only ID-GLOB] [--out DIR]   (PTX, SASS, ncu figures; GPU + CUDA tools)
     curriculum puzzle list | show N | check N FILE   (check needs a CUDA GPU)
     curriculum schema [--out DIR]   (JSON Schemas of the source formats)
 
@@ -185,6 +186,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench_cli.run(args)
 
 
+def cmd_artifacts(args: argparse.Namespace) -> int:
+    from curriculum.artifacts import run
+
+    return run(args.root, args.only, args.out)
+
+
 def cmd_puzzle(args: argparse.Namespace) -> int:
     from curriculum.puzzle import cli as puzzle_cli
 
@@ -263,6 +270,13 @@ def parser() -> argparse.ArgumentParser:
     except ImportError:
         pass
     be.set_defaults(func=cmd_bench)
+
+    ar = sub.add_parser("artifacts", help="write the PTX, SASS and ncu figures pages show "
+                        "(needs a GPU, nvcc, cuobjdump and ncu)")
+    from curriculum.artifacts import configure as configure_artifacts
+
+    configure_artifacts(ar)
+    ar.set_defaults(func=cmd_artifacts)
 
     pz = sub.add_parser("puzzle", help="CUDA puzzles: list, show one, check your kernel on the GPU")
     from curriculum.puzzle import cli as puzzle_cli
