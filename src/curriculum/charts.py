@@ -12,6 +12,9 @@ Three kinds:
   are evenly spaced categories; `x: <shape key>` plots against that key's
   value instead (with `log_x` / `log_y` for log axes, and `marks` for labelled
   vertical lines, e.g. cache sizes on a working-set sweep).
+- `timeline` and `steps`: a decode step's kernels on a time axis, and its step
+  time eager against graph replay, from `curriculum trace` data (topic
+  `traces`; see `timeline`).
 
 The same spec and results give byte-identical SVG: Matplotlib's defaults (no
 user style), a fixed figure size, a fixed hash salt for element ids, text
@@ -24,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -34,9 +38,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from curriculum.bench.api import VERSION_FILE
 from curriculum.results import CaseResult, ResultsFile
 
-CHART_FORMAT = 1  # bump when the drawing code changes, to invalidate cached charts
+CHART_FORMAT = 2  # bump when the drawing code changes, to invalidate cached charts
 
-ChartKind = Literal["ladder", "roofline", "sweep"]
+ChartKind = Literal["ladder", "roofline", "sweep", "timeline", "steps"]
 
 
 def _library(attr: str, scale: float = 1.0) -> Callable[[CaseResult], float | None]:
@@ -101,7 +105,7 @@ class ChartSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: ChartKind = Field(description="ladder, roofline or sweep.")
+    kind: ChartKind = Field(description="ladder, roofline, sweep, timeline or steps.")
     topic: str = Field(description="Folder under kernels/, e.g. 'memory'.")
     benchmark: str | None = Field(
         default=None, description="One benchmark of the topic, e.g. 'copy'; all when omitted."
@@ -124,6 +128,23 @@ class ChartSpec(BaseModel):
         description="Sweep with x: labelled vertical lines, label -> x value in the key's "
         "unit (e.g. {'L2 50 MiB': 51200} on a kib axis).",
     )
+    segment: str | None = Field(
+        default=None, description="Timeline only: the traced segment to draw, e.g. 'eager_b1'."
+    )
+    window: tuple[float, float] | None = Field(
+        default=None, description="Timeline only: the time range drawn, in µs from the "
+        "segment's start (default: all of it).",
+    )
+
+    @model_validator(mode="after")
+    def _trace_options(self) -> ChartSpec:
+        if self.kind != "timeline" and (self.segment or self.window):
+            raise ValueError("segment and window apply to kind: timeline only")
+        if self.kind == "timeline" and not self.segment:
+            raise ValueError("a timeline needs segment: the traced segment to draw")
+        if self.window and self.window[1] <= self.window[0]:
+            raise ValueError("window must be [from, to] with from < to")
+        return self
 
     @model_validator(mode="after")
     def _sweep_options(self) -> ChartSpec:
@@ -187,6 +208,13 @@ def chart_inputs_hash(
     Pass `sources_root` when the chart is rendered with it (a ladder shows
     versions not yet measured).
     """
+    if spec.kind in ("timeline", "steps"):  # drawn from trace data, not from results
+        from curriculum.timeline import data_hash
+
+        text = json.dumps({"format": CHART_FORMAT, "matplotlib": _matplotlib_version(),
+                           "spec": spec.model_dump(mode="json"),
+                           "trace": data_hash(sources_root, spec.topic)}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
     cases = _topic_cases(spec, results)
     runs = sorted({c.run for c in cases})
     payload = {
@@ -212,7 +240,12 @@ def _matplotlib_version() -> str:
 
 def render_chart(spec: ChartSpec, results: ResultsFile, sources_root: Path) -> str:
     """The chart as an SVG document (str); ValueError when the topic has no cases."""
-    cases = _topic_cases(spec, results)
+    if spec.kind in ("timeline", "steps"):
+        from curriculum import timeline
+
+        trace, cases = timeline.load(sources_root, spec.topic), []
+    else:
+        cases = _topic_cases(spec, results)
     import matplotlib
     from matplotlib.figure import Figure
 
@@ -221,7 +254,11 @@ def render_chart(spec: ChartSpec, results: ResultsFile, sources_root: Path) -> s
         matplotlib.rcParams.update(RC)
         fig = Figure(figsize=FIGSIZE)
         ax = fig.add_subplot()
-        if spec.kind == "ladder":
+        if spec.kind == "timeline":
+            timeline.draw_timeline(ax, trace, spec.segment or "", spec.window)
+        elif spec.kind == "steps":
+            timeline.draw_steps(ax, trace)
+        elif spec.kind == "ladder":
             _ladder(ax, spec, cases, _source_stems(sources_root, spec.topic))
         elif spec.kind == "roofline":
             _roofline(ax, spec, cases, results)
@@ -232,7 +269,17 @@ def render_chart(spec: ChartSpec, results: ResultsFile, sources_root: Path) -> s
         fig.tight_layout()
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    return buf.getvalue()
+    return valid_svg(buf.getvalue())
+
+
+# A line drawn with no points (a series whose every value is missing) is written as a
+# `<path>` with no `d`, which the SVG schema (and so epubcheck) rejects; it draws nothing.
+_EMPTY_PATH = re.compile(r"<path(?![^>]*\sd=)[^>]*/>\s*")
+
+
+def valid_svg(svg: str) -> str:
+    """The SVG without the empty `<path>` elements that matplotlib writes for empty lines."""
+    return _EMPTY_PATH.sub("", svg)
 
 
 def _colors(names: list[str]) -> dict[str, str]:

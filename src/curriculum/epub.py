@@ -21,6 +21,7 @@ from io import BytesIO
 from xml.parsers import expat
 
 from curriculum.catalog import Catalog
+from curriculum.charts import valid_svg
 from curriculum.render import Chapter, Output
 
 _VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
@@ -165,6 +166,7 @@ class _Book:
             data = self.out.files[site_path]
             if ext == ".svg":  # EPUB 3 forbids the external DTD that SVG writers declare.
                 data = _DOCTYPE.sub(b"", data, count=1)
+                data = valid_svg(data.decode("utf-8")).encode("utf-8")
             self.media[name] = data
             return name
         return self.cat.site.base_url + site_path.removesuffix("index.html") + suffix

@@ -77,17 +77,17 @@ def sample_site(tmp_path_factory: pytest.TempPathFactory, serve: Any) -> str:
 
 @pytest.fixture(scope="session")
 def shipped_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """This repository's own site, public edition, built into a folder."""
+    """This repository's own site, every edition, built once for the session into a folder."""
     from curriculum.build import build
 
     out = tmp_path_factory.mktemp("shipped-site")
-    build(REPO, out_dir=out, editions=["public"])
+    build(REPO, out_dir=out)
     return out
 
 
 @pytest.fixture(scope="session")
 def shipped_site(shipped_build: Path, serve: Any) -> str:
-    """Base URL of the shipped site (`<base>public/`)."""
+    """Base URL of the shipped site (`<base>public/`, `<base>account/`, `<base>member/`)."""
     return serve(shipped_build)
 
 
