@@ -4,6 +4,7 @@
 //   step seconds = (weight bytes + batch x cache bytes per sequence) / bandwidth
 // Static batching starts a batch only when the previous one has finished and runs it until its
 // longest sequence is done; continuous batching refills free slots at every step.
+import { finite, readInputs, show } from "./inputs.js";
 
 // A small deterministic generator (mulberry32), so the same inputs give the same result.
 function rng(seed) {
@@ -98,21 +99,10 @@ export function simulate(p, continuous) {
   return summarise(done, steps, clock, tokens);
 }
 
-const LIMITS = {
-  rate: [0.1, 200], "max-batch": [1, 1024], "mean-tokens": [1, 4096], "weight-gb": [0.1, 2000],
-  "cache-mb": [0, 100000], bandwidth: [0.1, 20], requests: [50, 5000], seed: [0, 1e9],
-};
+export const INPUTS = ["rate", "max-batch", "mean-tokens", "weight-gb", "cache-mb", "bandwidth", "requests", "seed"];
 
 function read(form) {
-  const values = {};
-  const problems = [];
-  for (const [name, [lo, hi]] of Object.entries(LIMITS)) {
-    const input = form.querySelector(`[data-input="${name}"]`);
-    const v = input ? Number(input.value) : NaN;
-    if (!input || input.value.trim() === "" || !Number.isFinite(v)) problems.push(`${name} is empty`);
-    else if (v < lo || v > hi) problems.push(`${name} must lie between ${lo} and ${hi}`);
-    values[name] = v;
-  }
+  const { values, problems } = readInputs(form, INPUTS);
   if (!problems.length && values.requests * values["mean-tokens"] > 2e6) {
     problems.push("requests × mean tokens must stay under 2,000,000 (the simulation runs in your browser)");
   }
@@ -129,14 +119,17 @@ function line(name, r) {
     `p95 ${r.p95Request.toFixed(2)} s; gap between a sequence's tokens p95 ${ms(r.p95Gap)} ms.`;
 }
 
-function update(form) {
+export function update(form) {
   const out = form.querySelector("[data-output]");
   const { problems, p } = read(form);
   if (problems.length) {
-    out.textContent = `Not simulated: ${problems.join("; ")}.`;
+    show(out, problems);
     return;
   }
-  out.textContent = `${line("Static batching", simulate(p, false))}\n${line("Continuous batching", simulate(p, true))}`;
+  const stat = simulate(p, false);
+  const cont = simulate(p, true);
+  const ok = [stat, cont].every((r) => finite(r.tokensPerSecond, r.p50Request, r.p95Request, r.p95Gap));
+  show(out, [], ok ? `${line("Static batching", stat)}\n${line("Continuous batching", cont)}` : null);
 }
 
 const form =

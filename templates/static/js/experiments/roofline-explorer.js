@@ -4,7 +4,9 @@
 //   ridge I* = pi / beta                     (left of it the kernel is memory-bound)
 //   attainable rate = min(pi, I * beta)
 //   time >= max(F / pi, Q / beta)
-// The build computes the same numbers in Python for the page's no-JavaScript table.
+// This module is the only copy of the model: the result line, the plot and the table of
+// example kernels all come from `rooflinePoint`.
+import { finite, readInputs, show } from "./inputs.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -16,9 +18,20 @@ export function rooflinePoint(p) {
   return { intensity, ridge, attainable, seconds, bound: intensity < ridge ? "memory" : "compute" };
 }
 
-function read(form, name) {
-  const input = form.querySelector(`[data-input="${name}"]`);
-  return input ? Number(input.value) : NaN;
+export const INPUTS = ["gflop", "gbytes", "peak", "bandwidth"];
+
+// Work models of a few kernels (minimum bytes, FLOPs counted by hand): estimates, not
+// measurements. [name, FLOPs, bytes]
+export const EXAMPLES = [
+  ["Vector add, 2²⁸ fp32", 2 ** 28, 12 * 2 ** 28],
+  ["Softmax fp32, 32768 × 4096 (≈5 FLOP per element)", 5 * 32768 * 4096, 8 * 32768 * 4096],
+  ["SGEMM fp32, 1024³", 2 * 1024 ** 3, 3 * 1024 ** 2 * 4],
+  ["SGEMM fp32, 4096³", 2 * 4096 ** 3, 3 * 4096 ** 2 * 4],
+];
+
+export function resultLine(r) {
+  return `Intensity ${r.intensity.toFixed(2)} FLOP/byte against a ridge of ${r.ridge.toFixed(2)}: ${r.bound}-bound. ` +
+    `Attainable ${r.attainable.toFixed(2)} TFLOP/s; time ≥ ${(r.seconds * 1e6).toFixed(1)} µs.`;
 }
 
 function el(name, attrs, text) {
@@ -30,6 +43,9 @@ function el(name, attrs, text) {
 
 // A log-log plot: intensity 0.01..10^4 FLOP/B across, rate across four decades below the roof.
 function draw(box, p, r) {
+  // The axes span a fixed number of decades around finite, positive roofs; anything else
+  // would give loops without end below.
+  if (!finite(p.peakTflops, p.tbps, r.ridge, r.intensity, r.attainable) || p.peakTflops <= 0) return null;
   const w = 560, h = 310, left = 56, right = 30, top = 30, bottom = 44;
   const xMin = -2, xMax = 4;
   const yMax = Math.ceil(Math.log10(p.peakTflops * 2)), yMin = yMax - 5;
@@ -55,31 +71,64 @@ function draw(box, p, r) {
   const cx = Math.min(Math.max(x(r.intensity), left), w - right);
   const cy = Math.min(Math.max(y(r.attainable), top), h - bottom);
   svg.append(el("circle", { cx, cy, r: 6, class: "point" }));
-  box.replaceChildren(svg);
+  return svg;
 }
 
-function update(form) {
-  const p = {
-    gflop: read(form, "gflop"),
-    gbytes: read(form, "gbytes"),
-    peakTflops: read(form, "peak"),
-    tbps: read(form, "bandwidth"),
-  };
+function table(p) {
+  const t = document.createElement("table");
+  t.className = "precomputed";
+  t.dataset.table = "roofline-explorer";
+  t.createCaption().textContent =
+    `Kernels placed on this roofline (ridge point ${(p.peakTflops / p.tbps).toFixed(2)} FLOP/byte)`;
+  const head = t.createTHead().insertRow();
+  for (const c of ["Kernel", "GFLOP", "GB moved", "FLOP/byte", "Bound", "Attainable TFLOP/s", "Time ≥ (µs)"]) {
+    const th = document.createElement("th");
+    th.scope = "col";
+    th.textContent = c;
+    head.append(th);
+  }
+  const body = t.createTBody();
+  for (const [name, flops, bytes] of [["Your kernel", p.gflop * 1e9, p.gbytes * 1e9], ...EXAMPLES]) {
+    const r = rooflinePoint({ ...p, gflop: flops / 1e9, gbytes: bytes / 1e9 });
+    const row = body.insertRow();
+    const th = document.createElement("th");
+    th.scope = "row";
+    th.textContent = name;
+    row.append(th);
+    for (const cell of [(flops / 1e9).toFixed(3), (bytes / 1e9).toFixed(3), r.intensity.toFixed(2), r.bound,
+      r.attainable.toFixed(2), (r.seconds * 1e6).toFixed(1)]) {
+      row.insertCell().textContent = cell;
+    }
+  }
+  return t;
+}
+
+export function update(form) {
   const out = form.querySelector("[data-output]");
   const box = form.querySelector("[data-figure]");
-  if (!Object.values(p).every((v) => Number.isFinite(v) && v > 0)) {
-    out.textContent = "Enter a positive number in every field.";
-    if (box) box.replaceChildren();
+  const { values, problems } = readInputs(form, INPUTS);
+  const clear = () => box && box.replaceChildren();
+  if (problems.length) {
+    show(out, problems);
+    clear();
     return;
   }
+  const p = { gflop: values.gflop, gbytes: values.gbytes, peakTflops: values.peak, tbps: values.bandwidth };
   const r = rooflinePoint(p);
-  out.textContent =
-    `Intensity ${r.intensity.toFixed(2)} FLOP/byte against a ridge of ${r.ridge.toFixed(2)}: ${r.bound}-bound. ` +
-    `Attainable ${r.attainable.toFixed(2)} TFLOP/s; time ≥ ${(r.seconds * 1e6).toFixed(1)} µs.`;
-  if (box) draw(box, p, r);
+  if (!finite(r.intensity, r.ridge, r.attainable, r.seconds)) {
+    show(out, [], null);
+    clear();
+    return;
+  }
+  show(out, [], resultLine(r));
+  if (box) {
+    const svg = draw(box, p, r);
+    box.replaceChildren(...(svg ? [svg] : []), table(p));
+  }
 }
 
-const form = document.querySelector('[data-experiment="roofline-explorer"]');
+const form =
+  typeof document === "undefined" ? null : document.querySelector('[data-experiment="roofline-explorer"]');
 if (form) {
   form.addEventListener("input", () => update(form));
   update(form);
