@@ -128,6 +128,8 @@ class Measurements:
     def figure(self, ref: dict[str, Any]) -> Figure:
         gpu = ref.get("gpu") or self.primary
         case_id, field_name = ref["case"], ref["field"]
+        if case_id.startswith("traces/"):  # `curriculum trace` data, see timeline
+            return _trace_figure(self.root, case_id, field_name, ref.get("shape"))
         results = self.results.get(gpu)
         placeholder = Figure("[not measured]", None, f"{case_id} has no result on {gpu} yet",
                              missing=True)
@@ -203,6 +205,16 @@ class Measurements:
         chart = Chart(svg, name, spec.alt, spec.caption)
         self._charts[key] = chart
         return chart
+
+
+def _trace_figure(root: Path, case_id: str, field_name: str, shape: str | None) -> Figure:
+    from curriculum.timeline import figure
+
+    try:
+        text, value, prov = figure(root, case_id, field_name, shape)
+    except ValueError as exc:
+        return Figure("[not traced]", None, str(exc), missing=True)
+    return Figure(text, value, prov)
 
 
 def _keep(path: Path, svg: str) -> None:
@@ -350,6 +362,17 @@ def _check_figure(m: Measurements, ref: dict[str, Any], loc: Loc, page: str,
                   known_cases: set[str], diags: Diagnostics) -> None:
     case_id, field_name = ref["case"], ref["field"]
     cite = f"{{fig:{case_id}.{field_name}}}"
+    if case_id.startswith("traces/"):
+        from curriculum.timeline import SEGMENT_FIELDS, STEP_FIELDS
+
+        fields = STEP_FIELDS if case_id.split("/", 1)[1] in ("eager", "graph") else SEGMENT_FIELDS
+        if field_name not in fields:
+            diags.error(loc, "figure.unknown-field", f"{case_id} has no field '{field_name}'",
+                        did_you_mean(field_name, fields))
+        elif (fig := m.figure(ref)).missing:
+            diags.warning(loc, "figure.missing", f"{page} cites {cite}: {fig.provenance}",
+                          "run `curriculum trace` on a GPU")
+        return
     if case_id.startswith("ceiling/"):
         if field_name not in CEILING_FIELDS:
             diags.error(loc, "figure.unknown-field", f"ceilings have no field '{field_name}'",
