@@ -42,6 +42,14 @@ SEGMENT_FIELDS: dict[str, tuple[str, str]] = {
     "median_launch_delay_us": ("us", "median from the host launch call to the GPU start"),
     "copy_us": ("us", "duration of the first host-to-device copy"),
     "copy_gbps": ("gbps", "bytes of the first host-to-device copy over its duration"),
+    "last_copy_us": ("us", "duration of the last host-to-device copy"),
+    "last_copy_gbps": ("gbps", "bytes of the last host-to-device copy over its duration"),
+    "syncs": ("count", "host calls that waited for a stream (cudaStreamSynchronize)"),
+    "host_wait_us": ("us", "host time spent in cudaStreamSynchronize"),
+    "gemm_us": ("us", "summed duration of the matrix-multiply kernels"),
+    "attention_us": ("us", "summed duration of the attention kernels"),
+    "other_us": ("us", "summed duration of every other GPU activity (elementwise, reductions, "
+                 "copies, fills)"),
 }
 STEP_FIELDS: dict[str, tuple[str, str]] = {
     "us": ("us", "step time, CUDA events, median"),
@@ -99,8 +107,9 @@ def segment(data: dict[str, Any], key: str) -> dict[str, Any]:
     return seg
 
 
-def _first_copy(seg: dict[str, Any], names: list[str]) -> list[Any] | None:
-    return next((r for r in seg["gpu"] if r[1] == "m" and "HtoD" in names[r[0]]), None)
+def _copy(seg: dict[str, Any], names: list[str], last: bool) -> list[Any] | None:
+    copies = [r for r in seg["gpu"] if r[1] == "m" and "HtoD" in names[r[0]]]
+    return (copies[-1] if last else copies[0]) if copies else None
 
 
 def segment_value(data: dict[str, Any], key: str, field: str) -> float | None:
@@ -108,11 +117,20 @@ def segment_value(data: dict[str, Any], key: str, field: str) -> float | None:
     names = data["names"]
     if field == "enqueue_calls":
         return float(enqueue_calls(seg["host"], names))
-    if field in ("copy_us", "copy_gbps"):
-        first = _first_copy(seg, names)
-        if first is None or first[4] <= 0:
+    if field.endswith(("copy_us", "copy_gbps")):
+        copy = _copy(seg, names, field.startswith("last_"))
+        if copy is None or copy[4] <= 0:
             return None
-        return first[4] if field == "copy_us" else COPY_BYTES / (first[4] * 1e-6) / 1e9
+        return copy[4] if field.endswith("_us") else COPY_BYTES / (copy[4] * 1e-6) / 1e9
+    if field in ("syncs", "host_wait_us"):
+        waits = [h for h in seg["host"] if names[h[0]] == "cudaStreamSynchronize"]
+        return float(len(waits)) if field == "syncs" else float(sum(h[2] for h in waits))
+    if field in ("gemm_us", "attention_us", "other_us"):
+        label = {"gemm_us": "matrix multiply", "attention_us": "attention"}.get(field)
+        cats = [(category(names[r[0]], r[1]), r[4]) for r in seg["gpu"]]
+        if label is None:
+            return float(sum(d for c, d in cats if c not in ("matrix multiply", "attention")))
+        return float(sum(d for c, d in cats if c == label))
     s = summarize(seg["gpu"])
     value = s.busy_pct if field == "busy_pct" else getattr(s, field)
     return None if value is None else float(value)

@@ -14,7 +14,8 @@ downloaded) runs one decode step per call. On a CUDA GPU this command:
   of the host call that launched it) of the steps the charts draw, and of
   short segments that each show one classic idle-gap pattern: a `.item()`
   sync inside the step, a copy from pageable host memory, CPU work between
-  steps; the fourth, many tiny kernels, is the eager step itself.
+  steps, with and without a `.item()` that makes the host wait for each step;
+  the fourth, many tiny kernels, is the eager step itself.
 
 Everything goes to one JSON file (`decode_step.json`) with provenance (GPU,
 driver, torch and CUDA versions, date, git revision). Times in the records
@@ -487,8 +488,17 @@ def run(out: Path, root: Path, log: Callable[[str], None] = _say) -> dict[str, A
 
     patterns["copy_b1"] = ("a 64 MiB host-to-device copy before a graph step, pageable then "
                            "pinned, batch 1", copies)
+    def sync_between() -> None:
+        ids = model.batch(1)[0]
+        for i in range(3):
+            _marked(torch, f"graph{i}", g1.replay)
+            int(ids[0].item())  # the sampled token read on the host: waits for the step
+            _host_work(1000.0)
+
     patterns["host_b1"] = ("graph steps with about 1 ms of Python work between them, batch 1",
                            host_between)
+    patterns["sync_b1"] = ("graph steps, each followed by .item() of the sampled token and "
+                           "about 1 ms of Python work, batch 1", sync_between)
     for key, (title, body) in patterns.items():
         try:
             body()
