@@ -79,3 +79,12 @@ def test_weight_bytes_of_the_default_config() -> None:
     cfg = trace.Config()
     per_layer = 2048 * 3072 + 2048 * 2048 + 3 * 2048 * 5632 + 2 * 2048
     assert cfg.weight_bytes() == 2 * (8 * per_layer + 32000 * 2048 + 2048)
+
+
+def test_cli_trace_without_a_gpu_exits_2(capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from curriculum import cli
+
+    monkeypatch.setattr(trace, "gpu_missing", lambda: "PyTorch is not installed")
+    assert cli.main(["trace"]) == 2
+    assert "needs PyTorch and a CUDA GPU" in capsys.readouterr().err

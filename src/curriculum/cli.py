@@ -7,6 +7,7 @@
     curriculum bench [...]          (on a machine with a CUDA GPU)
     curriculum artifacts [--only ID-GLOB] [--out DIR]   (PTX, SASS, ncu figures; GPU + CUDA tools)
     curriculum puzzle list | show N | check N FILE   (check needs a CUDA GPU)
+    curriculum trace [--out DIR]    (a decode step profiled; needs PyTorch and a CUDA GPU)
     curriculum schema [--out DIR]   (JSON Schemas of the source formats)
 
 Every command acts on the project in the current folder, or on `--root DIR`.
@@ -198,6 +199,12 @@ def cmd_puzzle(args: argparse.Namespace) -> int:
     return puzzle_cli.run(args)
 
 
+def cmd_trace(args: argparse.Namespace) -> int:
+    from curriculum import trace
+
+    return trace.cmd(args, args.root)
+
+
 def _configure_new(p: argparse.ArgumentParser) -> None:
     """Options of `curriculum new` (scaffold.py, which needs PyYAML, is imported on use)."""
     p.add_argument("kind", choices=["capsule", "question", "drill", "path"], help="what to start")
@@ -283,6 +290,12 @@ def parser() -> argparse.ArgumentParser:
 
     puzzle_cli.configure(pz)
     pz.set_defaults(func=cmd_puzzle)
+
+    tr = sub.add_parser("trace", help="profile a decode step, eager and as a CUDA graph, on the GPU")
+    from curriculum import trace
+
+    trace.configure(tr)
+    tr.set_defaults(func=cmd_trace)
     return p
 
 
