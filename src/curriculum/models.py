@@ -249,9 +249,18 @@ class Ladder(Strict):
 
 class Lesson(Strict):
     capsule: Id = Field(description="Capsule id.")
-    minutes: int = Field(description="Time to work through it, in minutes.", ge=1)
-    widgets: int = Field(default=0, description="Interactive widgets in the lesson.", ge=0)
-    labs: int = Field(default=0, description="Hands-on labs in the lesson.", ge=0)
+    lab_minutes: int = Field(
+        default=0, ge=0,
+        description="Hands-on time beyond reading, in minutes; reading time is computed.")
+    minutes: int | None = Field(
+        default=None, ge=1,
+        description="Optional check: must equal reading time plus lab_minutes, as computed.")
+    widgets: int | None = Field(
+        default=None, ge=0,
+        description="Optional check: must equal the experiments the capsule links to.")
+    labs: int | None = Field(
+        default=None, ge=0,
+        description="Optional check: must equal 1 for a lab capsule or one with lab minutes, else 0.")
 
 
 class Unit(Strict):

@@ -22,6 +22,7 @@ from curriculum.render import (
     relative,
     toc,
 )
+from curriculum.syllabus import lesson_counts
 
 
 def render_pages(r: Renderer) -> None:
@@ -118,12 +119,12 @@ def syllabus(r: Renderer, course_id: str) -> None:
     path = page_url("syllabus", course_id, r.cat)
     units = []
     for unit in entry.syllabus.units:
-        lessons = [{"lesson": les, "capsule": capsule_listing(r, r.cat.capsules[les.capsule], path)}
+        lessons = [{"lesson": les, "counts": lesson_counts(r.cat.capsules[les.capsule], les),
+                    "capsule": capsule_listing(r, r.cat.capsules[les.capsule], path)}
                    for les in unit.lessons]
         units.append({"unit": unit, "lessons": lessons,
-                      "minutes": sum(les.minutes for les in unit.lessons),
-                      "widgets": sum(les.widgets for les in unit.lessons),
-                      "labs": sum(les.labs for les in unit.lessons)})
+                      **{k: sum(getattr(x["counts"], k) for x in lessons)
+                         for k in ("minutes", "widgets", "labs", "figures")}})
     first = _first_capsule(r, course_id)
     r.page("syllabus.html", path, entry.syllabus.title, entry.syllabus.summary,
            index={"kind": "syllabus", "access": r.cat.lowest_tier}, course=entry.meta,

@@ -48,6 +48,7 @@ from curriculum.models import (
     Site,
     Syllabus,
 )
+from curriculum.syllabus import check_syllabus_counts
 
 WORDS_PER_MINUTE = 220
 CODE_LINES_PER_MINUTE = 12
@@ -327,6 +328,10 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
                                         sum(len(b.refs.figures) + len(b.refs.charts)
                                             for b in (preview, rest) if b is not None))
     _check_cycles(capsule_docs, diags)
+    for cid, entry in courses.items():
+        syl_doc, syllabus = syllabi.get(cid, (None, None))
+        if syl_doc is not None and syllabus is not None:
+            check_syllabus_counts(syl_doc, syllabus, entry.meta, capsules, diags)
 
     # Worked questions.
     site_lowest = site.tiers[0].id if site else ""
