@@ -43,7 +43,25 @@ def visible_text(page_html: str) -> str:
     return _SPACE.sub(" ", html.unescape(_TAG.sub(" ", body))).strip()
 
 
-_EXCLUDE = [".pager", ".breadcrumbs", ".eyebrow", ".badge", ".meta"]
+# Left out of the index, so excerpts come from prose: navigation and labels, code blocks
+# and tool output, charts and figure markup, math, heading anchors, and the notes a figure,
+# estimate or spec constant shows on hover (its value stays).
+_EXCLUDE = [".pager", ".breadcrumbs", ".eyebrow", ".badge", ".meta",
+            ".code", "pre", ".artifact", "figure", "svg", "math", ".header-anchor",
+            ".fig-prov", ".est-why", ".est-mark", ".spec-why", ".source"]
+
+TITLES_FILE = "static/search-titles.json"
+
+
+def search_titles(out: Output) -> str:
+    """Every indexed page's title, kind and address, for the search page's suggestions when a
+    query finds nothing (the titles are on every listing page already)."""
+    from curriculum.render import KIND_LABELS
+
+    rows = [{"title": p["title"], "url": p["path"],
+             "kind": KIND_LABELS.get(p["kind"], str(p["kind"]).capitalize())}
+            for p in sorted(out.pages, key=lambda p: p["path"])]
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 class _Pagefind:
@@ -228,6 +246,7 @@ def add_indexes(out: Output, catalog: Catalog, build_date: str,
     `meanwhile` runs (the files are all in `out` by then, but for the search index).
     """
     search = start_search_index(out, catalog)
+    out.add(TITLES_FILE, search_titles(out))
     base = catalog.site.base_url
     add_epubs(out, catalog, build_date)
 

@@ -1,5 +1,7 @@
 // The search page: Pagefind's index of this edition, loaded from the site's own folder.
-// Each result shows its kind, course and access, read from the page's Pagefind metadata.
+// Each result shows its kind, course and access, read from the page's Pagefind metadata;
+// results are grouped by kind. A query that finds nothing gets page titles close to it by
+// edit distance, from the titles file the build writes beside the index.
 
 let pagefind = null;
 
@@ -30,7 +32,7 @@ function resultItem(data, siteRoot) {
   const a = document.createElement("a");
   a.href = new URL(data.url, siteRoot).href;
   a.textContent = data.meta.title || data.url;
-  const h = document.createElement("h2");
+  const h = document.createElement("h3");
   h.append(a);
   const meta = document.createElement("p");
   meta.className = "meta";
@@ -40,6 +42,114 @@ function resultItem(data, siteRoot) {
   // Pagefind escapes the page text and adds only <mark> around the matched words.
   excerpt.innerHTML = data.excerpt;
   li.append(h, meta, excerpt);
+  return li;
+}
+
+// Kinds in the order their groups appear; any other kind comes after them, by name.
+const GROUPS = [
+  ["Capsule", "Capsules"],
+  ["Worked question", "Worked questions"],
+  ["Puzzle", "Drills and puzzles"],
+  ["Experiment", "Experiments"],
+];
+
+export function groupByKind(data) {
+  const groups = new Map();
+  for (const d of data) {
+    const kind = d.meta.kind || "Other";
+    if (!groups.has(kind)) groups.set(kind, []);
+    groups.get(kind).push(d);
+  }
+  const rank = (k) => {
+    const i = GROUPS.findIndex(([kind]) => kind === k);
+    return i < 0 ? GROUPS.length : i;
+  };
+  return [...groups.entries()]
+    .sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b))
+    .map(([kind, items]) => ({ kind, heading: (GROUPS.find(([k]) => k === kind) || [kind, `${kind} pages`])[1], items }));
+}
+
+function groupItem(group, siteRoot) {
+  const li = document.createElement("li");
+  li.className = "search-group";
+  li.dataset.kind = group.kind;
+  const h = document.createElement("h2");
+  h.textContent = `${group.heading} (${group.items.length})`;
+  const ol = document.createElement("ol");
+  ol.append(...group.items.map((d) => resultItem(d, siteRoot)));
+  li.append(h, ol);
+  return li;
+}
+
+// -- suggestions --------------------------------------------------------------------------
+
+// Levenshtein distance, with an early exit once every entry of a row exceeds `limit`.
+export function editDistance(a, b, limit = Infinity) {
+  if (a === b) return 0;
+  if (Math.abs(a.length - b.length) > limit) return limit + 1;
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    let best = i;
+    for (let j = 1; j <= b.length; j++) {
+      const v = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      row.push(v);
+      if (v < best) best = v;
+    }
+    if (best > limit) return limit + 1;
+    prev = row;
+  }
+  return prev[b.length];
+}
+
+const words = (s) => s.toLowerCase().normalize("NFKD").replace(/[\u0300-\u036f]/g, "").match(/[a-z0-9]+/g) || [];
+
+// How far a query is from a title: the closest run of as many title words as the query has,
+// or the whole title, whichever is nearer.
+export function titleDistance(query, title) {
+  const q = words(query);
+  const t = words(title);
+  if (!q.length || !t.length) return Infinity;
+  const qs = q.join(" ");
+  let best = editDistance(qs, t.join(" "));
+  for (let i = 0; i + q.length <= t.length; i++) {
+    best = Math.min(best, editDistance(qs, t.slice(i, i + q.length).join(" "), best));
+  }
+  return best;
+}
+
+// Up to `n` titles within a distance that grows with the query: one edit for short words, a
+// quarter of the letters for longer queries.
+export function suggest(query, titles, n = 5) {
+  const length = words(query).join(" ").length;
+  if (!length) return [];
+  const limit = Math.max(1, Math.floor(length / 4));
+  return titles
+    .map((t) => ({ ...t, distance: titleDistance(query, t.title) }))
+    .filter((t) => t.distance <= limit)
+    .sort((a, b) => a.distance - b.distance || a.title.localeCompare(b.title))
+    .slice(0, n);
+}
+
+let titlesFile = null;
+
+function loadTitles(siteRoot) {
+  if (!titlesFile) {
+    titlesFile = fetch(new URL("static/search-titles.json", siteRoot).href)
+      .then((r) => (r.ok ? r.json() : []))
+      .then((rows) => (Array.isArray(rows) ? rows.filter((r) => r && typeof r.title === "string" && typeof r.url === "string") : []))
+      .catch(() => []);
+  }
+  return titlesFile;
+}
+
+function suggestionItem(found, siteRoot) {
+  const li = document.createElement("li");
+  li.className = "search-suggestion";
+  const a = document.createElement("a");
+  a.href = new URL(found.url, siteRoot).href;
+  a.textContent = found.title;
+  li.append(a, ` (${found.kind})`);
   return li;
 }
 
@@ -73,11 +183,30 @@ export function initSearch(siteRoot) {
     status.textContent = "Searching…";
     const pf = await load(siteRoot);
     const found = await pf.search(query, { filters });
-    const data = await Promise.all(found.results.slice(0, 20).map((r) => r.data()));
+    const data = await Promise.all(found.results.slice(0, 30).map((r) => r.data()));
     if (mine !== serial) return;
-    list.replaceChildren(...data.map((d) => resultItem(d, siteRoot)));
     const n = found.results.length;
-    status.textContent = n ? `${n} ${n === 1 ? "page matches" : "pages match"} “${query}”.` : `No page matches “${query}”.`;
+    if (n) {
+      list.replaceChildren(...groupByKind(data).map((g) => groupItem(g, siteRoot)));
+      status.textContent = `${n} ${n === 1 ? "page matches" : "pages match"} “${query}”.`;
+      return;
+    }
+    const close = suggest(query, await loadTitles(siteRoot));
+    if (mine !== serial) return;
+    if (!close.length) {
+      list.replaceChildren();
+      status.textContent = `No page matches “${query}”.`;
+      return;
+    }
+    const li = document.createElement("li");
+    li.className = "search-group search-suggestions";
+    const h = document.createElement("h2");
+    h.textContent = "Titles close to your words";
+    const ol = document.createElement("ol");
+    ol.append(...close.map((t) => suggestionItem(t, siteRoot)));
+    li.append(h, ol);
+    list.replaceChildren(li);
+    status.textContent = `No page matches “${query}”. Did you mean one of these?`;
   }
 
   load(siteRoot)
