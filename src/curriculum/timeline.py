@@ -54,6 +54,7 @@ SEGMENT_FIELDS: dict[str, tuple[str, str]] = {
 STEP_FIELDS: dict[str, tuple[str, str]] = {
     "us": ("us", "step time, CUDA events, median"),
     "per_token_us": ("us", "step time over the batch"),
+    "us_per_op": ("us", "step time over the GPU activities of one step"),
     "speedup": ("x", "eager step time over graph step time"),
     "gpu_ops": ("count", "GPU activities of one step"),
     "kernels": ("count", "kernels of one step"),
@@ -145,6 +146,9 @@ def step_value(data: dict[str, Any], mode: str, batch: str, field: str) -> float
         return float(row[mode]["median_us"])
     if field == "per_token_us":
         return float(row[mode]["median_us"]) / int(batch)
+    if field == "us_per_op":
+        ops = row[mode].get("gpu_ops")
+        return float(row[mode]["median_us"]) / ops if ops else None
     if field == "speedup":
         return float(row["eager"]["median_us"]) / float(row["graph"]["median_us"])
     value = row[mode].get(field)
@@ -319,7 +323,7 @@ def draw_steps(ax: Any, data: dict[str, Any]) -> None:
                      f"{e.get('enqueue_calls', '?')} vs {g.get('enqueue_calls', '?')} launches")
     ax.set_xticks(xs, ticks, fontsize=7.5)
     ax.set_ylim(0, top * 1.15)
-    ax.set_ylabel("one decode step (µs, median of CUDA-event timings)")
+    ax.set_ylabel("step time (µs, median)")
     ax.grid(axis="x", visible=False)
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncols=2, frameon=False)
     cfg = data.get("config", {})
