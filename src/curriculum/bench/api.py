@@ -130,6 +130,9 @@ class Benchmark:
       False keeps the data warm, for cache-level microbenchmarks.
     - `roofline`: `Roofline(bandwidth=None, compute=None)` states that no
       ceiling bounds the benchmark; its cases then have no `pct_roofline`.
+    - `check_shapes`: shapes every version is checked at but never timed
+      (ragged sizes, say), once per version per run, with the smallest of
+      `shapes`; a version wrong there is refused at every shape.
     """
 
     name: str
@@ -154,6 +157,7 @@ class Benchmark:
     items: Callable[[Shape], float] | None = None
     items_label: str = ""
     flush_l2: bool = True
+    check_shapes: Sequence[Shape] = ()
 
     def claims(self, version: Version) -> bool:
         return fnmatch.fnmatchcase(version.stem, self.match)
@@ -179,6 +183,10 @@ class Suite:
     topic: str
     benchmarks: Sequence[Benchmark]
     description: str = ""
+    # Every case is expected to be refused (kernels that cheat the checks): `bench`
+    # runs the suite only when --only names its topic, records none of its cases,
+    # and fails the run if one is let through.
+    expected_refusal: bool = False
 
 
 def discover_versions(topic_dir: Path) -> list[Version]:

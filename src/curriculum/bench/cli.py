@@ -124,12 +124,14 @@ def _options(args: argparse.Namespace) -> BenchOptions:
 
 
 def _list(options: BenchOptions) -> int:
-    cases = plan(options)
+    cases = plan(options, listing=True)
     width = max(len(c.id) for c in cases)
     shape_width = max(len(c.shape_label) for c in cases)
     lines = [
         f"{c.id:<{width}}  {c.benchmark.name:<10}  {c.shape_label:<{shape_width}}  "
         f"{'headline' if c.headline else '        '}  {c.version.title}"
+        + (f"  [expects refusal: runs only with --only {c.topic}/*]"
+           if c.expected_refusal else "")
         for c in cases
     ]
     lines.append(f"{len(cases)} case(s)")
@@ -212,7 +214,8 @@ class RichReporter:
 
 
 def _outcome_line(o: CaseOutcome) -> str:
-    head = f"{o.status:8s} {o.case.id} [{o.case.shape_label}]"
+    expected = " (expected)" if o.case.expected_refusal and o.status in ("refused", "failed") else ""
+    head = f"{o.status:8s} {o.case.id} [{o.case.shape_label}]{expected}"
     r = o.result
     if r is None:
         err = f" rel err {o.rel_err:.2e}" if o.rel_err is not None else ""

@@ -6,9 +6,14 @@ For each case (one version at one shape), in this order:
 2. check: fresh random inputs, outputs poisoned, one launch, every output
    against its float64 reference by ||out-ref||/||ref||; a failure lists the
    first mismatching elements and the case is not timed;
+   the same check runs, untimed, at the benchmark's smallest shape and at its
+   `check_shapes` (once per version per run); the checks that refuse the
+   ways a kernel can pass without doing the work are in `refusals`;
 3. time the kernel with the project's one timing function, then check the
    outputs again (a kernel that only works once, e.g. atomics into an output
-   nobody resets, fails here);
+   nobody resets, fails here); then write fresh inputs into the same buffers,
+   poison the outputs, launch once more and check again (a kernel that keeps
+   an answer between calls is refused here);
 4. time every library candidate at the same shape (once per benchmark and
    shape per run); a candidate that raises is recorded as unavailable, with
    the reason; the fastest one that ran is the case's library figure;
@@ -16,13 +21,17 @@ For each case (one version at one shape), in this order:
    after, wait `cool_down_s`, then time the kernel once more and record that
    measurement, flagged `remeasured` (and `throttled` with its reasons if the
    clocks were held down again);
-6. place the time against the floor from this run's ceilings: a time more
-   than 3% under the floor is a measurement bug and is refused (a benchmark
-   that no ceiling bounds has no floor and no % of roofline);
+6. place the time against the physical floor (`refusals.physical_floor_ms`):
+   under it, the work was not timed and the case is refused; then against the
+   floor from this run's ceilings: a time more than 3% under it is a
+   measurement bug and is refused (a benchmark that no ceiling bounds has no
+   floor and no % of roofline);
 7. merge the case into the results file, atomically, under the file lock.
 
 A failed or refused case is reported and never recorded; the run goes on and
-its exit code is 1 at the end.
+its exit code is 1 at the end. A suite declared `expected_refusal` (cheating
+kernels) runs only when `--only` names its topic; none of its cases is ever
+recorded, and one that every check lets through is `not-refused`, a failure.
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from curriculum.bench import store
+from curriculum.bench import refusals, store
 from curriculum.bench.api import Arrays, Benchmark, LibraryBaseline, Roofline
 from curriculum.bench.backend import Backend, DeviceInfo
 from curriculum.bench.errors import UsageError
@@ -63,6 +72,7 @@ from curriculum.results import (
     Run,
     Stat,
     UnavailableBaseline,
+    shape_label,
 )
 
 # A time this far under the roofline floor is a measurement bug, not a fast kernel
@@ -72,7 +82,7 @@ FLOOR_SLACK = CEILING_TOLERANCE
 # Seconds to let a throttled card cool before a case is measured again.
 COOL_DOWN_S = 5.0
 
-Status = Literal["recorded", "checked", "failed", "refused", "skipped"]
+Status = Literal["recorded", "checked", "failed", "refused", "skipped", "not-refused"]
 
 
 @dataclass(frozen=True)
@@ -108,7 +118,14 @@ class BenchSummary:
 
     @property
     def failed(self) -> list[CaseOutcome]:
-        return [o for o in self.outcomes if o.status in ("failed", "refused")]
+        """Outcomes that make the run fail: a failed or refused case, except in a
+        suite that expects refusals, where only a case let through fails."""
+        return [
+            o
+            for o in self.outcomes
+            if o.status == "not-refused"
+            or (o.status in ("failed", "refused") and not o.case.expected_refusal)
+        ]
 
     @property
     def exit_code(self) -> int:
@@ -141,9 +158,18 @@ class SilentReporter:
     def end(self) -> None: ...
 
 
-def plan(options: BenchOptions) -> list[Case]:
-    """The cases this invocation is responsible for, before skipping up-to-date ones."""
-    suites = load_suites(options.root, topic_glob_of(options.only))
+def plan(options: BenchOptions, listing: bool = False) -> list[Case]:
+    """The cases this invocation is responsible for, before skipping up-to-date ones.
+
+    A suite that expects refusals is left out unless `--only` names its topic
+    exactly (`cheats/*`); a listing shows it always.
+    """
+    topic_glob = topic_glob_of(options.only)
+    suites = [
+        s
+        for s in load_suites(options.root, topic_glob)
+        if listing or not s.suite.expected_refusal or s.suite.topic == topic_glob
+    ]
     cases = select_cases(plan_cases(suites), options.only, options.small, options.headline)
     if not cases:
         what = f"--only {options.only!r}" if options.only else "kernels/"
@@ -196,7 +222,7 @@ def run_bench(options: BenchOptions, backend: Backend, reporter: Reporter) -> Be
     try:
         for case in todo:
             reporter.case_started(case)
-            outcome = harness.run_case(case, options.repeat)
+            outcome = expected_refusal_outcome(harness.run_case(case, options.repeat))
             if outcome.result is not None:
                 store.record(path, info.slug, run_id, run, [outcome.result])
             summary.outcomes.append(outcome)
@@ -213,12 +239,26 @@ def _check_only(cases: list[Case], backend: Backend, reporter: Reporter) -> Benc
     try:
         for case in cases:
             reporter.case_started(case)
-            outcome = harness.check_only(case)
+            outcome = expected_refusal_outcome(harness.check_only(case))
             summary.outcomes.append(outcome)
             reporter.case_finished(outcome)
     finally:
         reporter.end()
     return summary
+
+
+def expected_refusal_outcome(outcome: CaseOutcome) -> CaseOutcome:
+    """A case of a suite that expects refusals is never recorded; one let through
+    is `not-refused`."""
+    if not outcome.case.expected_refusal or outcome.status not in ("recorded", "checked"):
+        return outcome
+    return CaseOutcome(
+        outcome.case,
+        "not-refused",
+        rel_err=outcome.rel_err,
+        messages=["expected a refusal: every check let this kernel through", *outcome.messages],
+        repeat_medians_ms=outcome.repeat_medians_ms,
+    )
 
 
 def _start_run(
@@ -306,6 +346,27 @@ class _Checked:
     arrays: Arrays
     outputs: Arrays
     reference: Arrays
+    inputs: Arrays = field(default_factory=dict)
+    refused: bool = False  # failed by a check in `refusals`, not by the tolerance alone
+
+    @property
+    def status(self) -> Status:
+        return "refused" if self.refused else "failed"
+
+
+def array_module(a: Any) -> Any:
+    """cupy for a CuPy array, numpy otherwise (the harness's checks run on both)."""
+    if type(a).__module__.split(".", 1)[0] == "cupy":
+        import cupy
+
+        return cupy
+    import numpy
+
+    return numpy
+
+
+def _is_array(a: Any) -> bool:
+    return hasattr(a, "shape") and hasattr(a, "dtype")
 
 
 class _Harness:
@@ -329,6 +390,16 @@ class _Harness:
         self._modules: dict[tuple[str, tuple[str, ...]], Any] = {}
         self._compile_errors: dict[tuple[str, tuple[str, ...]], str] = {}
         self._candidates: dict[tuple[str, str, str], Baseline | UnavailableBaseline] = {}
+        # (version key, shape label) checked and passed this run; version key -> refusal
+        self._passed_shapes: set[tuple[tuple[str, tuple[str, ...]], str]] = set()
+        self._other_shape_refusals: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+
+    def _key(self, case: Case) -> tuple[str, tuple[str, ...]]:
+        bench = case.benchmark
+        options = tuple(bench.compile_options) + tuple(
+            bench.version_options.get(case.version.stem, ())
+        )
+        return (case.id, options)
 
     def _module(self, case: Case) -> Any:
         bench = case.benchmark
@@ -347,8 +418,16 @@ class _Harness:
                 raise RuntimeError(message) from exc
         return self._modules[key]
 
-    def check(self, case: Case, module: Any) -> _Checked:
-        bench, shape = case.benchmark, case.shape
+    def check(self, case: Case, module: Any, shape: dict[str, int] | None = None) -> _Checked:
+        """Fresh random inputs, poisoned outputs, one launch, then the verdict.
+
+        The reference is computed only after the launch has synchronised, from
+        float64 copies of the inputs taken before the launch: while the kernel
+        runs there is no reference anywhere for it to read, and rewriting its
+        inputs cannot move the answer it is checked against.
+        """
+        bench = case.benchmark
+        shape = dict(case.shape if shape is None else shape)
         seed = secrets.randbits(63)
         inputs = bench.inputs(shape, self.backend.rng(seed))
         clash = set(inputs) & set(bench.outputs)
@@ -356,13 +435,118 @@ class _Harness:
             raise RuntimeError(f"names used for both inputs and outputs: {sorted(clash)}")
         outputs = {n: self.backend.alloc_output(spec, shape) for n, spec in bench.outputs.items()}
         arrays = {**inputs, **outputs}
+        kept = self.backend.upcast(inputs)
         bench.launch(module, case.version, shape, arrays)
         self.backend.synchronize()
-        reference = bench.reference(self.backend.upcast(inputs), shape)
+        reference = bench.reference(kept, shape)
+        checked = self._verdict(bench, inputs, kept, outputs, reference)
+        checked.arrays = arrays
+        if not checked.passed:
+            checked.messages.append(f"input seed {seed}")
+        return checked
+
+    def _verdict(
+        self, bench: Benchmark, inputs: Arrays, kept: Arrays, outputs: Arrays, reference: Arrays
+    ) -> _Checked:
+        """The tolerance check, and before it the refusals of `refusals`."""
         passed, rel_err, messages = self._compare(bench, outputs, reference)
-        if not passed:
-            messages.insert(0, f"input seed {seed}")
-        return _Checked(passed, rel_err, messages, arrays, outputs, reference)
+        refusal = None
+        got = bench.compare(outputs) if bench.compare is not None else outputs
+        for name in bench.outputs:
+            ref = reference.get(name)
+            if ref is None or refusal is not None:
+                continue
+            xp = array_module(ref)
+            dtype = str(outputs[name].dtype)
+            echo = refusals.echoed_input(outputs[name], inputs, xp)
+            if echo is not None and refusals.off_reference(got[name], ref, xp, dtype):
+                refusal = refusals.line("input-echo", f"output {name!r} is input {echo!r}")
+            elif refusals.is_constant(got[name], ref, xp, dtype):
+                refusal = refusals.line(
+                    "constant-output",
+                    f"output {name!r}: spread {float(xp.std(got[name])):.3e}, "
+                    f"reference spread {float(xp.std(ref)):.3e}",
+                )
+        if refusal is not None or not passed:
+            touched = self._modified_inputs(inputs, kept)
+            if touched:
+                refusal = refusals.line("inputs-modified", f"inputs {touched} changed")
+        if refusal is not None:
+            return _Checked(False, rel_err, [refusal, *messages], {}, outputs, reference,
+                            inputs, refused=True)  # fmt: skip
+        return _Checked(passed, rel_err, messages, {}, outputs, reference, inputs)
+
+    def _modified_inputs(self, inputs: Arrays, kept: Arrays) -> list[str]:
+        arrays = {n: a for n, a in inputs.items() if _is_array(a) and n in kept}
+        now = self.backend.upcast(arrays)
+        return sorted(
+            n for n in arrays if not refusals.same_bits(now[n], kept[n], array_module(now[n]))
+        )
+
+    def _fresh_recheck(self, case: Case, module: Any, checked: _Checked) -> _Checked | None:
+        """Fresh values into the same input buffers, outputs poisoned again, one
+        launch, the verdict; None if it passes. An output left as it was (the
+        last answer, or the poison) is refused as stale."""
+        bench, shape = case.benchmark, case.shape
+        seed = secrets.randbits(63)
+        fresh = bench.inputs(shape, self.backend.rng(seed))
+        inputs = checked.inputs
+        for name, value in fresh.items():
+            old = inputs.get(name)
+            if _is_array(value) and old is not None and _is_array(old):
+                old[...] = value
+        del fresh
+        before = {n: o.copy() for n, o in checked.outputs.items()}
+        poisoned = {}
+        for name, out in checked.outputs.items():
+            self.backend.poison(out)
+            poisoned[name] = out.copy()
+        kept = self.backend.upcast(inputs)
+        bench.launch(module, case.version, shape, checked.arrays)
+        self.backend.synchronize()
+        reference = bench.reference(kept, shape)
+        again = self._verdict(bench, inputs, kept, checked.outputs, reference)
+        if again.passed:
+            checked.reference = reference  # what the outputs now hold
+            return None
+        for name, out in checked.outputs.items():
+            xp = array_module(out)
+            if refusals.same_bits(out, before[name], xp) or refusals.same_bits(
+                out, poisoned[name], xp
+            ):
+                kept_as = "its last answer" if refusals.same_bits(out, before[name], xp) else (
+                    "its poison (not written)"
+                )
+                again.messages.insert(
+                    0, refusals.line("stale-output", f"output {name!r} kept {kept_as}")
+                )
+                again.refused = True
+                break
+        else:
+            again.messages.insert(0, "outputs wrong on a second set of fresh inputs")
+        again.messages.append(f"second input seed {seed}")
+        return again
+
+    def _other_shapes(self, case: Case, module: Any) -> list[str]:
+        """Check the version, untimed, at its benchmark's smallest shape and at its
+        `check_shapes`; the refusal (empty if none), once per version per run."""
+        key = self._key(case)
+        if key in self._other_shape_refusals:
+            return self._other_shape_refusals[key]
+        bench = case.benchmark
+        smallest = min((dict(s) for s in bench.shapes), key=_size)
+        found: list[str] = []
+        for other in [smallest, *(dict(s) for s in bench.check_shapes)]:
+            label = shape_label(other)
+            if other == case.shape or (key, label) in self._passed_shapes:
+                continue
+            checked = self.check(case, module, other)
+            if not checked.passed:
+                found = [refusals.line("wrong-at-other-shape", f"at {label}"), *checked.messages]
+                break
+            self._passed_shapes.add((key, label))
+        self._other_shape_refusals[key] = found
+        return found
 
     def _compare(
         self, bench: Benchmark, outputs: Arrays, reference: Arrays
@@ -374,6 +558,8 @@ class _Harness:
                 return False, float("nan"), [f"reference returned no output {name!r}"]
             cmp = self.backend.compare(got[name], reference[name], bench.tolerance)
             if not cmp.passed:
+                if passed:
+                    messages.append(refusals.line("above-tolerance"))
                 passed = False
                 messages.append(
                     f"output {name!r}: rel err {cmp.rel_err:.3e} > tolerance {bench.tolerance:.1e}"
@@ -384,13 +570,26 @@ class _Harness:
 
     def check_only(self, case: Case) -> CaseOutcome:
         try:
-            checked = self.check(case, self._module(case))
+            module = self._module(case)
+            checked = self.check(case, module)
+            if not checked.passed:
+                return CaseOutcome(
+                    case, checked.status, rel_err=checked.rel_err, messages=checked.messages
+                )
+            self._passed_shapes.add((self._key(case), case.shape_label))
+            other = self._other_shapes(case, module)
+            if other:
+                return CaseOutcome(case, "refused", rel_err=checked.rel_err, messages=other)
+            again = self._fresh_recheck(case, module, checked)
+            if again is not None:
+                return CaseOutcome(
+                    case, again.status, rel_err=again.rel_err, messages=again.messages
+                )
         except Exception as exc:
             return CaseOutcome(case, "failed", messages=[f"{type(exc).__name__}: {exc}"])
         finally:
             self.backend.release()
-        status: Status = "checked" if checked.passed else "failed"
-        return CaseOutcome(case, status, rel_err=checked.rel_err, messages=checked.messages)
+        return CaseOutcome(case, "checked", rel_err=checked.rel_err)
 
     def run_case(self, case: Case, repeat: int = 1) -> CaseOutcome:
         try:
@@ -407,7 +606,13 @@ class _Harness:
         module = self._module(case)
         checked = self.check(case, module)
         if not checked.passed:
-            return CaseOutcome(case, "failed", rel_err=checked.rel_err, messages=checked.messages)
+            return CaseOutcome(
+                case, checked.status, rel_err=checked.rel_err, messages=checked.messages
+            )
+        self._passed_shapes.add((self._key(case), case.shape_label))
+        other = self._other_shapes(case, module)
+        if other:
+            return CaseOutcome(case, "refused", rel_err=checked.rel_err, messages=other)
 
         def launch() -> None:
             bench.launch(module, case.version, shape, checked.arrays)
@@ -421,6 +626,12 @@ class _Harness:
                     0, "outputs wrong after the timed launches (state kept between launches?)"
                 )
                 return stats, CaseOutcome(case, "failed", rel_err=rel, messages=messages), rel
+            again = self._fresh_recheck(case, module, checked)
+            if again is not None:
+                outcome = CaseOutcome(
+                    case, again.status, rel_err=again.rel_err, messages=again.messages
+                )
+                return stats, outcome, again.rel_err
             return stats, None, rel
 
         stats, failed, rel_after = timed()
@@ -451,6 +662,22 @@ class _Harness:
         ms = stat.median_ms
         floor, missing = roofline_floor_ms(bench.roofline, flops, nbytes, self.run.ceilings)
         medians = [s.median_ms for s in stats]
+        physical = refusals.physical_floor_ms(
+            flops, nbytes, bench.flush_l2, run_ceilings(self.run.ceilings)
+        )
+        if physical is not None and ms < physical:
+            return CaseOutcome(
+                case,
+                "refused",
+                rel_err=checked.rel_err,
+                repeat_medians_ms=medians,
+                messages=[
+                    refusals.line(
+                        "below-physical-floor",
+                        f"median {ms:.4f} ms, physical floor {physical:.4f} ms",
+                    )
+                ],
+            )
         if floor is None and bench.bounded:
             return CaseOutcome(
                 case, "failed", messages=[f"no roofline: ceiling(s) {missing} not measured"]
@@ -567,6 +794,23 @@ class _Harness:
             gbps=nbytes / seconds / 1e9 if nbytes else None,
             tflops=flops / seconds / 1e12 if flops else None,
         )
+
+
+def _size(shape: dict[str, int]) -> int:
+    total = 1
+    for v in shape.values():
+        total *= v
+    return total
+
+
+def run_ceilings(ceilings: dict[str, Ceiling]) -> refusals.Ceilings:
+    """The copy bandwidth and the fastest compute rate this run measured."""
+    copy = ceilings.get("copy")
+    rates = [c.tflops for c in ceilings.values() if c.tflops]
+    return refusals.Ceilings(
+        copy_gbps=copy.gbps if copy is not None else None,
+        compute_tflops=max(rates) if rates else None,
+    )
 
 
 def throttle_reasons(*clocks: Any) -> list[str]:

@@ -35,6 +35,7 @@ class Case:
     source_hash: str
     suite_hash: str
     fingerprint: str = ""
+    expected_refusal: bool = False
 
     @property
     def id(self) -> str:
@@ -148,6 +149,14 @@ def load_suite(topic_dir: Path) -> LoadedSuite:
     )
 
 
+def expects_refusal(topic_dir: Path) -> bool:
+    """Whether a topic's suite is declared `expected_refusal` (False if it does not load)."""
+    try:
+        return load_suite(topic_dir).suite.expected_refusal
+    except SuiteError:
+        return False
+
+
 def load_suites(root: Path, topic_glob: str = "*") -> list[LoadedSuite]:
     """Every suite under kernels/ whose topic matches; all problems reported at once."""
     loaded, errors = [], []
@@ -184,6 +193,7 @@ def plan_cases(suites: list[LoadedSuite]) -> list[Case]:
                         source_hash=vhash,
                         suite_hash=loaded.suite_hash,
                         fingerprint=vprint,
+                        expected_refusal=loaded.suite.expected_refusal,
                     )
                 )
     cases.sort(key=lambda c: (c.id, c.size, c.shape_label))
