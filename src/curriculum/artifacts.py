@@ -84,6 +84,10 @@ def artifact_path(root: Path, kernel_id: str, suffix: str) -> Path:
 
 def command_for(kernel_id: str) -> str:
     """The command that writes a kernel's artifacts, as a page's caption names it."""
+    if kernel_id.startswith("bugs/"):
+        return f"curriculum artifacts --sanitize --only {kernel_id}"
+    if kernel_id.startswith("microscaling/"):
+        return "curriculum artifacts --quant-error"
     return f"curriculum artifacts --only {kernel_id}"
 
 
@@ -385,7 +389,17 @@ def launch(root: Path, kernel_id: str) -> int:
     return 0
 
 
-def run(root: Path, only: str | None, out: Path | None) -> int:
+def run(root: Path, only: str | None, out: Path | None, sanitize: bool = False,
+        quant_error: bool = False) -> int:
+    if quant_error:
+        from curriculum.microscaling import write_quant_error
+
+        _say(f"wrote {write_quant_error(root, out)}")
+        return 0
+    if sanitize:
+        from curriculum.sanitize import run_sanitize
+
+        return run_sanitize(root, only, out)
     missing = missing_tools()
     if missing:
         _say(f"curriculum artifacts: {', '.join(missing)} not found on the PATH; this command "
@@ -422,6 +436,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--only", help="glob on kernel ids, e.g. 'memory/*' (default: every one)")
     p.add_argument("--out", type=Path, default=None,
                    help="write <topic>/<file> under this folder (default: kernels/<topic>/artifacts/)")
+    p.add_argument("--sanitize", action="store_true",
+                   help="run the broken kernels of kernels/bugs/ through compute-sanitizer (and one "
+                        "through cuda-gdb) and keep the tools' output")
+    p.add_argument("--quant-error", action="store_true",
+                   help="compute the FP4/FP8 quantisation errors of kernels/microscaling/ (CPU, numpy)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -434,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.what == "launch":
         return launch(args.root.resolve(), args.kernel_id)
-    return run(args.root.resolve(), args.only, args.out)
+    return run(args.root.resolve(), args.only, args.out, args.sanitize, args.quant_error)
 
 
 if __name__ == "__main__":

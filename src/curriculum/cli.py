@@ -190,7 +190,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_artifacts(args: argparse.Namespace) -> int:
     from curriculum.artifacts import run
 
-    return run(args.root, args.only, args.out)
+    return run(args.root, args.only, args.out, getattr(args, "sanitize", False),
+               getattr(args, "quant_error", False))
 
 
 def cmd_puzzle(args: argparse.Namespace) -> int:
