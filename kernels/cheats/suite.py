@@ -10,7 +10,7 @@ asserts each refusal.
 Two operations:
 
 - `add` (01-04, 07): out = x + y over n fp32 values, x in [100, 101) and
-  y in [0, 1). The answer is about 100.5 and varies by about 0.4, so a
+  y in [0, 1). The answer is about 101 and varies by about 0.4, so a
   constant, or x itself, is within 1% of it in norm: a tolerance of 1e-2
   would accept both. The suite's own tolerance is that of one fp32 add.
 - `sgemm` (05, 06): C = A B in fp32 with entries in [-1, 1), timed at 1024^3
