@@ -4,7 +4,6 @@ a template context and asks the renderer for the page."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from markupsafe import Markup
@@ -276,8 +275,7 @@ def experiment(r: Renderer, eid: str) -> None:
     up_next = (_link(r, path, r.cat.experiments[later[0]].meta.title,
                      page_url("experiment", later[0], r.cat)) if later
                else _link(r, path, "Home", "index.html"))
-    table = experiment_table(e.meta.script, {i["input"].id: i["value"] for i in inputs})
-    r.page("experiment.html", path, e.meta.title, e.meta.summary, up_next=up_next, table=table,
+    r.page("experiment.html", path, e.meta.title, e.meta.summary, up_next=up_next, table=None,
            index={"kind": "experiment", "access": e.access},
            exp=e, meta=e.meta, locked=r.view.is_locked("experiment", eid),
            access=r.access_badge("experiment", eid, e.access), inputs=inputs,
@@ -307,79 +305,6 @@ def ladder(r: Renderer) -> None:
            ladder=lad, modules=modules,
            up_next={"title": first["title"], "href": first["href"], "label": "Up next"}
            if first else None)
-
-
-# -- experiments without JavaScript ----------------------------------------------------
-# Each script island has a Python twin of its model here, so the page can show a table of
-# precomputed values that a reader without JavaScript still gets. The formulas match the
-# scripts in templates/static/js/experiments/ line for line.
-
-Table = dict[str, Any]
-
-
-def _decode_economics(v: dict[str, float]) -> Table:
-    kv_per_token = 2 * v["layers"] * v["kv-heads"] * v["head-dim"] * v["kv-bytes"]
-    weights = v["params"] * 1e9 * v["weight-bytes"]
-    rows = []
-    for batch in (1, 4, 16, 64, 256):
-        kv = batch * v["kv-tokens"] * kv_per_token
-        seconds = (weights + kv) / (v["bandwidth"] * 1e12)
-        rate = batch / seconds
-        rows.append([f"{batch}", f"{weights / 1e9:.2f}", f"{kv / 1e9:.2f}",
-                     f"{seconds * 1e3:.2f}", f"{rate:.0f}", f"{rate / batch:.1f}"])
-    return {"caption": "Bound at each batch size, other inputs at their starting values",
-            "columns": ["Batch", "Weights (GB)", "KV cache (GB)", "Step time ≥ (ms)",
-                        "Tokens/s ≤", "Per sequence"], "rows": rows}
-
-
-# Work models of a few kernels (minimum bytes, FLOPs counted by hand): estimates, not measurements.
-ROOFLINE_EXAMPLES = [
-    ("Vector add, 2²⁸ fp32", 2**28, 12 * 2**28),
-    ("Softmax fp32, 32768 × 4096 (≈5 FLOP per element)", 5 * 32768 * 4096, 8 * 32768 * 4096),
-    ("SGEMM fp32, 1024³", 2 * 1024**3, 3 * 1024**2 * 4),
-    ("SGEMM fp32, 4096³", 2 * 4096**3, 3 * 4096**2 * 4),
-]
-
-
-def roofline_point(gflop: float, gbytes: float, peak_tflops: float, tbps: float) -> dict[str, Any]:
-    """Where a kernel of `gflop` GFLOP moving `gbytes` GB sits on a roofline."""
-    intensity = gflop / gbytes
-    ridge = peak_tflops / tbps
-    attainable = min(peak_tflops, intensity * tbps)
-    seconds = max(gflop * 1e9 / (peak_tflops * 1e12), gbytes * 1e9 / (tbps * 1e12))
-    return {"intensity": intensity, "ridge": ridge, "attainable": attainable,
-            "bound": "memory" if intensity < ridge else "compute", "seconds": seconds}
-
-
-def _roofline_explorer(v: dict[str, float]) -> Table:
-    rows = []
-    examples = [("Starting values", v["gflop"] * 1e9, v["gbytes"] * 1e9), *ROOFLINE_EXAMPLES]
-    for name, flops, nbytes in examples:
-        p = roofline_point(flops / 1e9, nbytes / 1e9, v["peak"], v["bandwidth"])
-        rows.append([name, f"{flops / 1e9:.3f}", f"{nbytes / 1e9:.3f}", f"{p['intensity']:.2f}",
-                     p["bound"], f"{p['attainable']:.2f}", f"{p['seconds'] * 1e6:.1f}"])
-    ridge = v["peak"] / v["bandwidth"]
-    return {"caption": f"Kernels placed on this roofline (ridge point {ridge:.2f} FLOP/byte)",
-            "columns": ["Kernel", "GFLOP", "GB moved", "FLOP/byte", "Bound",
-                        "Attainable TFLOP/s", "Time ≥ (µs)"], "rows": rows}
-
-
-TABLES: dict[str, tuple[set[str], Callable[[dict[str, float]], Table]]] = {
-    "decode-economics": ({"batch", "params", "weight-bytes", "kv-tokens", "kv-bytes", "layers",
-                          "kv-heads", "head-dim", "bandwidth"}, _decode_economics),
-    "roofline-explorer": ({"gflop", "gbytes", "peak", "bandwidth"}, _roofline_explorer),
-}
-
-
-def experiment_table(script: str, values: dict[str, Any]) -> Table | None:
-    """Precomputed values for readers without JavaScript, when the page has the inputs the
-    script's model needs and every one of them has a value."""
-    if script not in TABLES:
-        return None
-    needed, fn = TABLES[script]
-    if not needed <= values.keys() or any(values[k] is None or values[k] <= 0 for k in needed):
-        return None
-    return fn({k: float(values[k]) for k in needed})
 
 
 # -- the join page, the self-grade review and the placement check ------------------------
