@@ -10,9 +10,9 @@
 // so the output is right; but the time is under the physical floor, 12n bytes at 1.5x the
 // same-run copy ceiling, which no kernel that moves those bytes can beat.
 //
-// Expected bound: memory, 12n bytes: at n = 2^25 (384 MiB moved) and about 4.3 TB/s of
-// copy, some 94 us; the physical floor is two thirds of that, and an empty pair of
-// events measures a few microseconds.
+// Expected bound: memory, 12n bytes: at n = 2^24 (192 MiB moved) and about 4.3 TB/s of
+// copy, some 47 us; the physical floor is two thirds of that, about 31 us, and an empty
+// pair of events measures a few microseconds.
 // Size constraints: any n >= 1 (the tail is guarded).
 
 constexpr int BLOCK = 256;

@@ -246,7 +246,8 @@ def test_the_reference_is_computed_after_the_launch_from_copies_taken_before(
     launches = [i for i, e in enumerate(log) if e == "launch"]
     assert launches
     for i in launches:
-        assert log[i - 1] == "upcast x,y"  # inputs copied just before the launch
+        # inputs copied, then in place on the device, just before the launch
+        assert log[i - 2 : i] == ["upcast x,y", "synchronize"]
         assert log[i + 1] == "synchronize"  # the launch ends before anything else
 
 

@@ -436,6 +436,7 @@ class _Harness:
         outputs = {n: self.backend.alloc_output(spec, shape) for n, spec in bench.outputs.items()}
         arrays = {**inputs, **outputs}
         kept = self.backend.upcast(inputs)
+        self.backend.synchronize()  # inputs and poison in place, whatever stream the kernel uses
         bench.launch(module, case.version, shape, arrays)
         self.backend.synchronize()
         reference = bench.reference(kept, shape)
@@ -502,6 +503,7 @@ class _Harness:
             self.backend.poison(out)
             poisoned[name] = out.copy()
         kept = self.backend.upcast(inputs)
+        self.backend.synchronize()
         bench.launch(module, case.version, shape, checked.arrays)
         self.backend.synchronize()
         reference = bench.reference(kept, shape)
