@@ -50,6 +50,7 @@ from typing import Any, Literal, Protocol
 from curriculum.bench import refusals, store
 from curriculum.bench.api import Arrays, Benchmark, LibraryBaseline, Roofline
 from curriculum.bench.backend import Backend, DeviceInfo
+from curriculum.bench.checks import Checker, version_key
 from curriculum.bench.errors import UsageError
 from curriculum.bench.nvml import is_throttled
 from curriculum.bench.staleness import HARNESS_VERSION, Fingerprints, stale_reason
@@ -72,7 +73,6 @@ from curriculum.results import (
     Run,
     Stat,
     UnavailableBaseline,
-    shape_label,
 )
 
 # A time this far under the roofline floor is a measurement bug, not a fast kernel
@@ -338,38 +338,7 @@ def roofline_floor_ms(
     return (max(terms) if terms else None), missing
 
 
-@dataclass
-class _Checked:
-    passed: bool
-    rel_err: float
-    messages: list[str]
-    arrays: Arrays
-    outputs: Arrays
-    reference: Arrays
-    inputs: Arrays = field(default_factory=dict)
-    refused: bool = False  # failed by a check in `refusals`, not by the tolerance alone
-
-    @property
-    def status(self) -> Status:
-        return "refused" if self.refused else "failed"
-
-
-def array_module(a: Any) -> Any:
-    """cupy for a CuPy array, numpy otherwise (the harness's checks run on both)."""
-    if type(a).__module__.split(".", 1)[0] == "cupy":
-        import cupy
-
-        return cupy
-    import numpy
-
-    return numpy
-
-
-def _is_array(a: Any) -> bool:
-    return hasattr(a, "shape") and hasattr(a, "dtype")
-
-
-class _Harness:
+class _Harness(Checker):
     """Per-run state: compiled modules and baseline timings shared across cases."""
 
     def __init__(
@@ -381,7 +350,7 @@ class _Harness:
         cool_down_s: float = COOL_DOWN_S,
         sleep: Callable[[float], None] = time.sleep,
     ):
-        self.backend = backend
+        super().__init__(backend)
         self.policy = policy
         self.run_id = run_id
         self.run = run
@@ -390,23 +359,10 @@ class _Harness:
         self._modules: dict[tuple[str, tuple[str, ...]], Any] = {}
         self._compile_errors: dict[tuple[str, tuple[str, ...]], str] = {}
         self._candidates: dict[tuple[str, str, str], Baseline | UnavailableBaseline] = {}
-        # (version key, shape label) checked and passed this run; version key -> refusal
-        self._passed_shapes: set[tuple[tuple[str, tuple[str, ...]], str]] = set()
-        self._other_shape_refusals: dict[tuple[str, tuple[str, ...]], list[str]] = {}
-
-    def _key(self, case: Case) -> tuple[str, tuple[str, ...]]:
-        bench = case.benchmark
-        options = tuple(bench.compile_options) + tuple(
-            bench.version_options.get(case.version.stem, ())
-        )
-        return (case.id, options)
 
     def _module(self, case: Case) -> Any:
-        bench = case.benchmark
-        options = tuple(bench.compile_options) + tuple(
-            bench.version_options.get(case.version.stem, ())
-        )
-        key = (case.id, options)
+        key = version_key(case)
+        options = key[1]
         if key in self._compile_errors:
             raise RuntimeError(self._compile_errors[key])
         if key not in self._modules:
@@ -418,158 +374,6 @@ class _Harness:
                 raise RuntimeError(message) from exc
         return self._modules[key]
 
-    def check(self, case: Case, module: Any, shape: dict[str, int] | None = None) -> _Checked:
-        """Fresh random inputs, poisoned outputs, one launch, then the verdict.
-
-        The reference is computed only after the launch has synchronised, from
-        float64 copies of the inputs taken before the launch: while the kernel
-        runs there is no reference anywhere for it to read, and rewriting its
-        inputs cannot move the answer it is checked against.
-        """
-        bench = case.benchmark
-        shape = dict(case.shape if shape is None else shape)
-        seed = secrets.randbits(63)
-        inputs = bench.inputs(shape, self.backend.rng(seed))
-        clash = set(inputs) & set(bench.outputs)
-        if clash:
-            raise RuntimeError(f"names used for both inputs and outputs: {sorted(clash)}")
-        outputs = {n: self.backend.alloc_output(spec, shape) for n, spec in bench.outputs.items()}
-        arrays = {**inputs, **outputs}
-        kept = self.backend.upcast(inputs)
-        self.backend.synchronize()  # inputs and poison in place, whatever stream the kernel uses
-        bench.launch(module, case.version, shape, arrays)
-        self.backend.synchronize()
-        reference = bench.reference(kept, shape)
-        checked = self._verdict(bench, inputs, kept, outputs, reference)
-        checked.arrays = arrays
-        if not checked.passed:
-            checked.messages.append(f"input seed {seed}")
-        return checked
-
-    def _verdict(
-        self, bench: Benchmark, inputs: Arrays, kept: Arrays, outputs: Arrays, reference: Arrays
-    ) -> _Checked:
-        """The tolerance check, and before it the refusals of `refusals`."""
-        passed, rel_err, messages = self._compare(bench, outputs, reference)
-        refusal = None
-        got = bench.compare(outputs) if bench.compare is not None else outputs
-        for name in bench.outputs:
-            ref = reference.get(name)
-            if ref is None or refusal is not None:
-                continue
-            xp = array_module(ref)
-            dtype = str(outputs[name].dtype)
-            echo = refusals.echoed_input(outputs[name], inputs, xp)
-            if echo is not None and refusals.off_reference(got[name], ref, xp, dtype):
-                refusal = refusals.line("input-echo", f"output {name!r} is input {echo!r}")
-            elif refusals.is_constant(got[name], ref, xp, dtype):
-                refusal = refusals.line(
-                    "constant-output",
-                    f"output {name!r}: spread {float(xp.std(got[name])):.3e}, "
-                    f"reference spread {float(xp.std(ref)):.3e}",
-                )
-        if refusal is not None or not passed:
-            touched = self._modified_inputs(inputs, kept)
-            if touched:
-                refusal = refusals.line("inputs-modified", f"inputs {touched} changed")
-        if refusal is not None:
-            return _Checked(False, rel_err, [refusal, *messages], {}, outputs, reference,
-                            inputs, refused=True)  # fmt: skip
-        return _Checked(passed, rel_err, messages, {}, outputs, reference, inputs)
-
-    def _modified_inputs(self, inputs: Arrays, kept: Arrays) -> list[str]:
-        arrays = {n: a for n, a in inputs.items() if _is_array(a) and n in kept}
-        now = self.backend.upcast(arrays)
-        return sorted(
-            n for n in arrays if not refusals.same_bits(now[n], kept[n], array_module(now[n]))
-        )
-
-    def _fresh_recheck(self, case: Case, module: Any, checked: _Checked) -> _Checked | None:
-        """Fresh values into the same input buffers, outputs poisoned again, one
-        launch, the verdict; None if it passes. An output left as it was (the
-        last answer, or the poison) is refused as stale."""
-        bench, shape = case.benchmark, case.shape
-        seed = secrets.randbits(63)
-        fresh = bench.inputs(shape, self.backend.rng(seed))
-        inputs = checked.inputs
-        for name, value in fresh.items():
-            old = inputs.get(name)
-            if _is_array(value) and old is not None and _is_array(old):
-                old[...] = value
-        del fresh
-        before = {n: o.copy() for n, o in checked.outputs.items()}
-        poisoned = {}
-        for name, out in checked.outputs.items():
-            self.backend.poison(out)
-            poisoned[name] = out.copy()
-        kept = self.backend.upcast(inputs)
-        self.backend.synchronize()
-        bench.launch(module, case.version, shape, checked.arrays)
-        self.backend.synchronize()
-        reference = bench.reference(kept, shape)
-        again = self._verdict(bench, inputs, kept, checked.outputs, reference)
-        if again.passed:
-            checked.reference = reference  # what the outputs now hold
-            return None
-        for name, out in checked.outputs.items():
-            xp = array_module(out)
-            if refusals.same_bits(out, before[name], xp) or refusals.same_bits(
-                out, poisoned[name], xp
-            ):
-                kept_as = "its last answer" if refusals.same_bits(out, before[name], xp) else (
-                    "its poison (not written)"
-                )
-                again.messages.insert(
-                    0, refusals.line("stale-output", f"output {name!r} kept {kept_as}")
-                )
-                again.refused = True
-                break
-        else:
-            again.messages.insert(0, "outputs wrong on a second set of fresh inputs")
-        again.messages.append(f"second input seed {seed}")
-        return again
-
-    def _other_shapes(self, case: Case, module: Any) -> list[str]:
-        """Check the version, untimed, at its benchmark's smallest shape and at its
-        `check_shapes`; the refusal (empty if none), once per version per run."""
-        key = self._key(case)
-        if key in self._other_shape_refusals:
-            return self._other_shape_refusals[key]
-        bench = case.benchmark
-        smallest = min((dict(s) for s in bench.shapes), key=_size)
-        found: list[str] = []
-        for other in [smallest, *(dict(s) for s in bench.check_shapes)]:
-            label = shape_label(other)
-            if other == case.shape or (key, label) in self._passed_shapes:
-                continue
-            checked = self.check(case, module, other)
-            if not checked.passed:
-                found = [refusals.line("wrong-at-other-shape", f"at {label}"), *checked.messages]
-                break
-            self._passed_shapes.add((key, label))
-        self._other_shape_refusals[key] = found
-        return found
-
-    def _compare(
-        self, bench: Benchmark, outputs: Arrays, reference: Arrays
-    ) -> tuple[bool, float, list[str]]:
-        got = bench.compare(outputs) if bench.compare is not None else outputs
-        passed, worst, messages = True, 0.0, []
-        for name in bench.outputs:
-            if name not in reference:
-                return False, float("nan"), [f"reference returned no output {name!r}"]
-            cmp = self.backend.compare(got[name], reference[name], bench.tolerance)
-            if not cmp.passed:
-                if passed:
-                    messages.append(refusals.line("above-tolerance"))
-                passed = False
-                messages.append(
-                    f"output {name!r}: rel err {cmp.rel_err:.3e} > tolerance {bench.tolerance:.1e}"
-                )
-                messages.extend(f"  {m}" for m in cmp.mismatches)
-            worst = max(worst, cmp.rel_err) if cmp.rel_err == cmp.rel_err else float("nan")
-        return passed, worst, messages
-
     def check_only(self, case: Case) -> CaseOutcome:
         try:
             module = self._module(case)
@@ -578,7 +382,7 @@ class _Harness:
                 return CaseOutcome(
                     case, checked.status, rel_err=checked.rel_err, messages=checked.messages
                 )
-            self._passed_shapes.add((self._key(case), case.shape_label))
+            self._passed_shapes.add((version_key(case), case.shape_label))
             other = self._other_shapes(case, module)
             if other:
                 return CaseOutcome(case, "refused", rel_err=checked.rel_err, messages=other)
@@ -611,7 +415,7 @@ class _Harness:
             return CaseOutcome(
                 case, checked.status, rel_err=checked.rel_err, messages=checked.messages
             )
-        self._passed_shapes.add((self._key(case), case.shape_label))
+        self._passed_shapes.add((version_key(case), case.shape_label))
         other = self._other_shapes(case, module)
         if other:
             return CaseOutcome(case, "refused", rel_err=checked.rel_err, messages=other)
@@ -796,13 +600,6 @@ class _Harness:
             gbps=nbytes / seconds / 1e9 if nbytes else None,
             tflops=flops / seconds / 1e12 if flops else None,
         )
-
-
-def _size(shape: dict[str, int]) -> int:
-    total = 1
-    for v in shape.values():
-        total *= v
-    return total
 
 
 def run_ceilings(ceilings: dict[str, Ceiling]) -> refusals.Ceilings:
