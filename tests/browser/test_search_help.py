@@ -64,15 +64,26 @@ def test_results_are_grouped_by_kind(shipped_site: str, tab: Tab) -> None:
     assert "__global__" not in excerpts and "(estimate:" not in excerpts
 
 
-def test_a_typo_gets_title_suggestions(shipped_site: str, tab: Tab) -> None:
-    page = search(tab, shipped_site + "public/", "rpofline")  # a typo Pagefind cannot match by prefix
+def test_a_typo_gets_title_suggestions(sample_site: str, tab: Tab) -> None:
+    page = search(tab, sample_site + "public/", "bandwith")  # one letter left out
     assert "No page matches" in page.inner_text("[data-search-status]")
     page.wait_for_selector(".search-suggestion")
     titles = page.locator(".search-suggestion a").all_inner_texts()
-    assert "Roofline explorer" in titles, titles
+    assert titles == ["Bandwidth bound", "Bandwidth in numbers"], titles
     assert page.locator(".search-result").count() == 0
-    page.locator(".search-suggestion a", has_text="Roofline explorer").click()
-    page.wait_for_url("**/experiments/roofline-explorer/index.html")
+    page.locator(".search-suggestion a", has_text="Bandwidth in numbers").click()
+    page.wait_for_url("**/courses/demo/bandwidth/index.html")
+
+
+def test_suggestions_from_the_shipped_titles(shipped_site: str, tab: Tab) -> None:
+    page = tab.goto(shipped_site + "public/search/index.html")
+    url = shipped_site + "public/static/js/search.js"
+    titles = page.evaluate(f"""async () => {{
+      const m = await import({url!r});
+      const rows = await (await fetch({(shipped_site + "public/static/search-titles.json")!r})).json();
+      return m.suggest("rpofline", rows).map(t => t.title);
+    }}""")
+    assert "Roofline explorer" in titles, titles
 
 
 def test_nonsense_gets_no_suggestions(sample_site: str, tab: Tab) -> None:

@@ -1,6 +1,7 @@
 // Site behaviour: theme toggle, progress kept in this browser (pages done, self-grades and
 // the placement result), keyboard shortcuts, the worked-question self-grade, the review
 // page and search. Every page reads and works without it.
+import { initCompare } from "./gpu-compare.js";
 import { initSearch } from "./search.js";
 
 const THEME_KEY = "curriculum.theme";
@@ -404,3 +405,4 @@ window.addEventListener("resize", focusableScrollers);
 recordVisit();
 showProgress();
 initSearch(siteRoot);
+initCompare();
