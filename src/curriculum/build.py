@@ -309,6 +309,7 @@ def page_units(cat: Catalog) -> list[Unit]:
         units.append(("review", ""))
     if cat.placement is not None:
         units.append(("placement", ""))
+    units.append(("indexes", ""))
     units.append(("rest", ""))
     return units
 
@@ -330,6 +331,10 @@ def render_unit(r: Renderer, unit: Unit) -> Product:
     r.out = dataclasses.replace(r.out, files={}, pages=[], chapters=[])  # keeps its edition
     if kind == "rest":
         _render_rest(r)
+    elif kind == "indexes":
+        from curriculum.indexes import render_indexes
+
+        render_indexes(r)
     else:
         fn: Callable[..., None] = {
             "home": pages.home, "course": pages.course, "capsule": pages.capsule,
@@ -549,6 +554,10 @@ def unit_reads(view: EditionView, root: Path, memo: Memo | None = None
                 need.add("results")
         elif kind == "review":
             need |= {f"question:{q}" for q in cat.questions}
+        elif kind == "indexes":  # every card, and every capsule for what it cites
+            need |= {"results"} | {f"qcard:{q}" for q in cat.questions}
+            need |= {f"ecard:{e}" for e in cat.experiments}
+            need |= {f"capsule:{c}" for c in cat.capsules} | {f"url:{c}" for c in cat.capsules}
         elif kind == "placement":
             assert cat.placement is not None
             need |= {"placement", f"course:{cat.placement.course}"}

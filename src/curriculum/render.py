@@ -226,10 +226,19 @@ class Renderer:
             site=self.cat.site, edition=self.view.edition, view=self.view, page_path=path,
             title=title, description=description, url=url, canonical=self.cat.site.base_url +
             path.removesuffix("index.html"), tier_label=self.cat.tier_label,
-            root=url("index.html").removesuffix("index.html") or "./", search=search, **context)
+            root=url("index.html").removesuffix("index.html") or "./", search=search,
+            footer=self._footer(), **context)
         self.out.add(path, html)
         if index is not None:
             self.out.pages.append({"path": path, "title": title, "summary": description, **index})
+
+    def _footer(self) -> dict[str, Any]:
+        found = self.memo.get(("footer", ""))
+        if found is None:
+            from curriculum.indexes import footer_facts
+
+            found = self.memo[("footer", "")] = footer_facts(self)
+        return found  # type: ignore[no-any-return]
 
     def access_badge(self, kind: str, item_id: str, access: str) -> dict[str, Any]:
         """How a page, card or step shows its tier: the label, whether this edition locks
@@ -244,6 +253,9 @@ class Renderer:
         from curriculum.pages import render_pages
 
         render_pages(self)
+        from curriculum.indexes import render_indexes
+
+        render_indexes(self)
         return self.out
 
 
