@@ -182,7 +182,18 @@ class Renderer:
         fig = self.m.figure(ref)
         classes = "fig" + (" fig-stale" if fig.stale else "") + (" fig-missing" if fig.missing else "")
         badge = '<span class="badge badge-stale">stale</span>' if fig.stale else ""
-        return (f'<span class="{classes}" tabindex="0"><span class="fig-value">{escape(fig.text)}'
+        # What a reader's own results file is matched by (see static/js/gpu-compare.js), and
+        # the same figure on the other GPUs this repository holds results for.
+        import json
+
+        gpu = ref.get("gpu") or self.m.primary
+        others = {slug: [run.provenance.gpu_name, self.m.figure({**ref, "gpu": slug}).text]
+                  for slug, res in sorted(self.m.results.items())
+                  if slug != gpu and (run := res.latest_run()) is not None}
+        data = (f' data-case="{escape(ref["case"])}" data-field="{escape(ref["field"])}"'
+                f' data-shape="{escape(ref.get("shape") or "")}" data-gpu="{escape(gpu)}"'
+                + (f' data-others="{escape(json.dumps(others, ensure_ascii=False))}"' if others else ""))
+        return (f'<span class="{classes}"{data} tabindex="0"><span class="fig-value">{escape(fig.text)}'
                 f'</span>{badge}<span class="fig-prov" role="tooltip">{escape(fig.provenance)}'
                 f"</span></span>")
 
@@ -195,7 +206,17 @@ class Renderer:
         self.out.add(path, chart.svg)
         added[path] = chart.svg
         caption = f"<figcaption>{escape(chart.caption)}</figcaption>" if chart.caption else ""
-        return (f'<figure class="chart"><img src="{escape(relative(page, path))}" '
+        # The cases a reader's own results are matched against (see static/js/gpu-compare.js).
+        import yaml
+
+        try:
+            spec = yaml.safe_load(text)
+        except yaml.YAMLError:
+            spec = None
+        spec = spec if isinstance(spec, dict) else {}
+        data = "".join(f' data-{k}="{escape(str(spec[k]))}"' for k in ("kind", "topic", "benchmark", "field")
+                       if spec.get(k) is not None)
+        return (f'<figure class="chart"{data}><img src="{escape(relative(page, path))}" '
                 f'alt="{escape(chart.alt)}">{caption}</figure>\n')
 
     def _artifact(self, kind: str, text: str, line: int, body: Body) -> str:
