@@ -378,3 +378,16 @@ def test_greedy_and_model_orders_are_deterministic() -> None:
     assert best_so_far(order, sweep)[-1] == (128, 128, 8, 8, 8)
     assert (128, 64, 8, 8, 8) in neighbours((64, 64, 8, 8, 8))
     assert model_order(sorted(sweep))[0] == (128, 128, 16, 8, 8)
+
+
+def test_a_folder_of_data_alone_is_not_a_topic(tmp_path: Path) -> None:
+    """kernels/traces/ (a JSON) or a folder of artifacts sits beside the topics; it has
+    neither a suite nor kernels, and `bench` passes over it instead of failing."""
+    from curriculum.bench.suites import topic_dirs
+
+    make_cheats(tmp_path, ["honest"])
+    (tmp_path / "kernels" / "traces").mkdir()
+    (tmp_path / "kernels" / "traces" / "decode_step.json").write_text("{}")
+    (tmp_path / "kernels" / "broken").mkdir()
+    (tmp_path / "kernels" / "broken" / "01_x.cu").write_text("// 01 x\n")
+    assert [p.name for p in topic_dirs(tmp_path)] == ["broken", "fake"]

@@ -78,7 +78,13 @@ def topic_dirs(root: Path, topic_glob: str = "*") -> list[Path]:
         and p.name != "results"
         and not p.name.startswith((".", "_"))
         and fnmatch.fnmatchcase(p.name, topic_glob)
+        and _is_topic(p)
     )
+
+
+def _is_topic(folder: Path) -> bool:
+    """A folder with a suite or with kernels; one holding only data (traces, artifacts) is not."""
+    return (folder / "suite.py").is_file() or any(folder.glob("*.cu"))
 
 
 def topic_glob_of(pattern: str | None) -> str:
