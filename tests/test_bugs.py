@@ -14,11 +14,19 @@ from curriculum.microscaling import e2m1, e4m3, errors, mxfp4, nvfp4
 
 ROOT = Path(__file__).resolve().parents[1]
 BUGS = ROOT / "kernels" / "bugs"
+PROGRAMS = BUGS / "programs"
 TOOL_FOR = dict(sanitize.BUGS)
 
 
+def test_the_bugs_folder_is_not_a_bench_topic():
+    from curriculum.bench.suites import topic_dirs
+
+    assert not list(BUGS.glob("*.cu"))
+    assert "bugs" not in [p.name for p in topic_dirs(ROOT)]
+
+
 def test_every_bug_file_is_listed_once_with_a_tool():
-    files = sorted(p.stem for p in BUGS.glob("*.cu"))
+    files = sorted(p.stem for p in PROGRAMS.glob("*.cu"))
     assert files == sorted(k.split("/")[1] for k in TOOL_FOR)
     assert all(re.fullmatch(r"\d{2}_[a-z0-9_]+", f) for f in files)
     assert set(sanitize.EXPECTED) == set(TOOL_FOR)
@@ -26,7 +34,7 @@ def test_every_bug_file_is_listed_once_with_a_tool():
 
 @pytest.mark.parametrize("kernel_id", sorted(TOOL_FOR))
 def test_header_says_what_is_wrong_and_what_the_tool_reports(kernel_id):
-    text = (ROOT / "kernels" / f"{kernel_id}.cu").read_text()
+    text = sanitize.source_of(ROOT, kernel_id).read_text()
     head = text.split("#include", 1)[0]
     assert "What is wrong:" in head
     assert f"compute-sanitizer --tool {TOOL_FOR[kernel_id]}" in head
@@ -36,7 +44,7 @@ def test_header_says_what_is_wrong_and_what_the_tool_reports(kernel_id):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 @pytest.mark.parametrize("kernel_id", sorted(TOOL_FOR))
 def test_compiles_with_nvcc(kernel_id, tmp_path):
-    src = ROOT / "kernels" / f"{kernel_id}.cu"
+    src = sanitize.source_of(ROOT, kernel_id)
     done = subprocess.run(["nvcc", *sanitize.NVCC, "-o", str(tmp_path / "a.out"), str(src)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

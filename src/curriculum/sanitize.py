@@ -1,7 +1,8 @@
 """`curriculum artifacts --sanitize`: what the CUDA debugging tools say about broken kernels.
 
-Each file of `kernels/bugs/` is a small CUDA C++ program, a kernel with one deliberate bug and a
-`main` that launches it. For each, on a machine with an NVIDIA GPU, this command
+Each file of `kernels/bugs/programs/` is a small CUDA C++ program, a kernel with one deliberate
+bug and a `main` that launches it. They sit one folder down so that `kernels/bugs/` holds no
+`.cu` file and the bench does not take it for a topic: these programs are run, never timed. For each, on a machine with an NVIDIA GPU, this command
 
 - compiles it with `nvcc -lineinfo -arch=sm_90` (line information, so the tools name source lines);
 - runs it once plainly, to record what a user sees without the tool;
@@ -72,7 +73,8 @@ def missing_tools() -> list[str]:
 
 
 def source_of(root: Path, kernel_id: str) -> Path:
-    return root / "kernels" / f"{kernel_id}.cu"
+    topic, stem = kernel_id.split("/", 1)
+    return root / "kernels" / topic / "programs" / f"{stem}.cu"
 
 
 def artifact_name(kernel_id: str, tool: str) -> str:
