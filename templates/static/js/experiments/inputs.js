@@ -31,12 +31,11 @@ export function problem(name, text, lo, hi, step) {
 export function readInputs(form, names) {
   const values = {};
   const problems = [];
+  const missing = names.filter((name) => !form.querySelector(`[data-input="${name}"]`));
+  if (missing.length) problems.push(`this page lacks the model's input${missing.length > 1 ? "s" : ""} ${missing.join(", ")}`);
   for (const name of names) {
     const input = form.querySelector(`[data-input="${name}"]`);
-    if (!input) {
-      problems.push(`this page has no input "${name}"`);
-      continue;
-    }
+    if (!input) continue;
     const lo = input.min === "" ? -Infinity : Number(input.min);
     const hi = input.max === "" ? Infinity : Number(input.max);
     const step = input.step === "" || input.step === "any" ? NaN : Number(input.step);
