@@ -89,7 +89,7 @@ def test_footer_names_edition_date_and_methods(shipped_site: str, tab: Tab) -> N
 
 def test_keyboard_reaches_every_control(shipped_site: str, tab: Tab) -> None:
     """Tab alone visits every link, button, field and scrolling box a page shows, in order."""
-    for rel in ("measurements/index.html", "experiments/roofline-explorer/index.html",
+    for rel in ("experiments/roofline-explorer/index.html",
                 "courses/kernel-engineering/roofline/index.html", "questions/index.html"):
         page = tab.goto(shipped_site + "public/" + rel)
         wanted = page.evaluate("""() => [...document.querySelectorAll(
@@ -121,3 +121,25 @@ def test_index_pages_in_every_edition(shipped_build: Path) -> None:
     for edition in ("public", "account", "member"):
         for rel in ("questions/index.html", "experiments/index.html", "measurements/index.html"):
             assert (shipped_build / edition / rel).is_file(), f"{edition}/{rel}"
+
+
+def test_keyboard_reaches_the_measurement_filter_and_table(shipped_site: str, browser: Any) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 900})
+    try:
+        keyboard_to_table(context.new_page(), shipped_site)
+    finally:
+        context.close()
+
+
+def keyboard_to_table(page: Any, shipped_site: str) -> None:
+    page.goto(shipped_site + "public/measurements/index.html")
+    reached = []
+    for _ in range(60):
+        page.keyboard.press("Tab")
+        reached.append(page.evaluate("document.activeElement.id || document.activeElement.className"))
+        if "table-scroll" in reached[-1]:
+            break
+    assert {"filter-text", "filter-topic", "filter-gpu"} <= set(reached)
+    assert "table-scroll" in reached[-1]
+    page.keyboard.press("ArrowRight")  # the focused box scrolls the wide table
+    page.wait_for_function("document.querySelector('.table-scroll').scrollLeft > 0")
