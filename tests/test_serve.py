@@ -143,15 +143,29 @@ def test_template_error_is_reported_and_recovers(sample: Path, tmp_path: Path,
 def test_results_edit_rebuilds_pages_citing_figures(live: LiveSite, sample: Path) -> None:
     results = sample / "kernels/results/test-gpu.json"
     data = json.loads(results.read_text())
+    for run in data["runs"].values():  # not the GPU's name: every page's footer shows that
+        run["provenance"]["driver"] += " (edited)"
+    results.write_text(json.dumps(data, indent=2))
+    update = live.apply([results])
+    assert update.ok
+    citing = {("capsule", "bandwidth"), ("capsule", "copy-kernel"), ("experiment", "bound")}
+    # The measurements index lists every case, so a results edit rebuilds it too.
+    assert set(update.rebuilt) <= citing | {("question", "is-it-bound"), ("capsule", "tiling"),
+                                            ("indexes", "")}
+    assert {("capsule", "copy-kernel"), ("experiment", "bound")} <= set(update.rebuilt)
+    assert ("home", "") not in update.rebuilt and ("path", "starter") not in update.rebuilt
+    assert_same_as_full_build(live)
+
+
+def test_gpu_name_edit_rebuilds_every_footer(live: LiveSite, sample: Path) -> None:
+    results = sample / "kernels/results/test-gpu.json"
+    data = json.loads(results.read_text())
     for run in data["runs"].values():
         run["provenance"]["gpu_name"] += " (edited)"
     results.write_text(json.dumps(data, indent=2))
     update = live.apply([results])
     assert update.ok
-    citing = {("capsule", "bandwidth"), ("capsule", "copy-kernel"), ("experiment", "bound")}
-    assert set(update.rebuilt) <= citing | {("question", "is-it-bound"), ("capsule", "tiling")}
-    assert {("capsule", "copy-kernel"), ("experiment", "bound")} <= set(update.rebuilt)
-    assert ("home", "") not in update.rebuilt and ("path", "starter") not in update.rebuilt
+    assert {("home", ""), ("course", "demo")} <= set(update.rebuilt)
     assert_same_as_full_build(live)
 
 

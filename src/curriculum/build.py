@@ -443,14 +443,16 @@ def _body_reads(bodies: Iterable[Body | None], root: Path) -> set[str]:
 
 
 def unit_facts(view: EditionView, root: Path, results_key: str,
-               reads: dict[Unit, set[str]], memo: Memo | None = None) -> dict[str, str]:
+               reads: dict[Unit, set[str]], memo: Memo | None = None,
+               footer: str = "") -> dict[str, str]:
     """Every fact of the edition, by name (`reads` names the image files to hash)."""
     from curriculum.pages import _counts
 
     memo = memo or Memo()
     cat = view.catalog
+    # `footer` names the GPU and date of the latest run, which every page's footer shows.
     f: dict[str, str] = {"global": _h(cat.site, view.edition, bool(cat.paths),
-                                      cat.ladder is not None),
+                                      cat.ladder is not None, footer),
                          "results": results_key}
     def capsule_facts(cap: Any, locked: bool) -> tuple[str, str]:
         card = _h(_card(cap, locked))
@@ -462,6 +464,12 @@ def unit_facts(view: EditionView, root: Path, results_key: str,
         card, page = memo.get(cap, f"facts:{locked}", lambda c=cap, lk=locked: capsule_facts(c, lk))
         f[f"card:{x}"], f[f"capsule:{x}"] = card, page
         f[f"url:{x}"] = _h(cap.course, cap.draft)
+        # What the index pages show of a capsule: its title and the figures and charts it cites.
+        f[f"cites:{x}"] = _h(cap.meta.title, cap.meta.access,
+                             [(sorted((k, str(v)) for k, v in m.items() if k != "offset"), c)
+                              for b in (cap.preview, cap.rest) if b
+                              for m, c in [(fm, "fig") for fm, _ in b.refs.figures]
+                              + [({"chart": y}, "chart") for y, _ in b.refs.charts]])
     for cid, entry in cat.courses.items():
         caps = cat.capsules_of(cid)
         f[f"course:{cid}"] = _h(entry.meta, entry.syllabus)
@@ -557,7 +565,7 @@ def unit_reads(view: EditionView, root: Path, memo: Memo | None = None
         elif kind == "indexes":  # every card, and every capsule for what it cites
             need |= {"results"} | {f"qcard:{q}" for q in cat.questions}
             need |= {f"ecard:{e}" for e in cat.experiments}
-            need |= {f"capsule:{c}" for c in cat.capsules} | {f"url:{c}" for c in cat.capsules}
+            need |= {f"cites:{c}" for c in cat.capsules} | {f"url:{c}" for c in cat.capsules}
         elif kind == "placement":
             assert cat.placement is not None
             need |= {"placement", f"course:{cat.placement.course}"}

@@ -186,7 +186,10 @@ class LiveSite:
             self.env = None
         results = results_key(self.root) if kernels_changed else self.results
         reads = unit_reads(view, self.root, self.memo)
-        facts = unit_facts(view, self.root, results, reads, self.memo)
+        latest = measurements.results.get(catalog.site.primary_gpu)
+        run = latest.latest_run() if latest is not None else None
+        footer = f"{run.provenance.gpu_name}|{run.provenance.date[:10]}" if run else ""
+        facts = unit_facts(view, self.root, results, reads, self.memo, footer)
         stale = {k for k in facts.keys() | self.facts.keys() if facts.get(k) != self.facts.get(k)}
         units = [u for u in page_units(view.catalog)
                  if templates_changed or u not in self.products or reads[u] & stale]
