@@ -5,7 +5,9 @@ tier)."""
 
 from __future__ import annotations
 
+import html
 import math
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -329,10 +331,13 @@ def test_pages_in_every_edition_and_solution_only_in_member(sample: Path,
             assert "Solve it first" not in page
     solution_page = (tmp_path / "member/puzzles/11-matmul/index.html").read_text()
     assert "Solve it first, then reveal the solution" in solution_page
-    # The positive control: the same line search finds the solution in the member edition.
+    # The positive control: the same line search finds the solution in the member edition's
+    # pages (the search index leaves code out, so it is not the place to look).
+    texts = [html.unescape(re.sub(r"<[^>]+>", "", d.decode("utf-8", "replace")))
+             for n, d in member if n.endswith(".html")]
     for pid in ids:
         for line in _solution_lines(pid, elsewhere):
-            assert any(line.encode() in d for n, d in member if "/pagefind/" in n), line
+            assert any(line in t for t in texts), line
 
 
 def test_public_edition_has_no_solution_text(sample: Path, tmp_path: Path) -> None:
