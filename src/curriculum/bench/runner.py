@@ -50,7 +50,7 @@ from typing import Any, Literal, Protocol
 from curriculum.bench import refusals, store
 from curriculum.bench.api import Arrays, Benchmark, LibraryBaseline, Roofline
 from curriculum.bench.backend import Backend, DeviceInfo
-from curriculum.bench.checks import Checker, version_key
+from curriculum.bench.checks import Checked, Checker, version_key
 from curriculum.bench.errors import UsageError
 from curriculum.bench.nvml import is_throttled
 from curriculum.bench.staleness import HARNESS_VERSION, Fingerprints, stale_reason
@@ -379,18 +379,26 @@ class _Harness(Checker):
                 raise RuntimeError(message) from exc
         return self._modules[key]
 
+    def _check_all_shapes(self, case: Case, module: Any) -> tuple[Checked, CaseOutcome | None]:
+        """Check the case, then the version at the shapes it is not timed at; the outcome is
+        set when either fails, and the check's arrays are kept for timing otherwise."""
+        checked = self.check(case, module)
+        if not checked.passed:
+            return checked, CaseOutcome(
+                case, checked.status, rel_err=checked.rel_err, messages=checked.messages
+            )
+        self._passed_shapes.add((version_key(case), case.shape_label))
+        other = self._other_shapes(case, module)
+        if other:
+            return checked, CaseOutcome(case, "refused", rel_err=checked.rel_err, messages=other)
+        return checked, None
+
     def check_only(self, case: Case) -> CaseOutcome:
         try:
             module = self._module(case)
-            checked = self.check(case, module)
-            if not checked.passed:
-                return CaseOutcome(
-                    case, checked.status, rel_err=checked.rel_err, messages=checked.messages
-                )
-            self._passed_shapes.add((version_key(case), case.shape_label))
-            other = self._other_shapes(case, module)
-            if other:
-                return CaseOutcome(case, "refused", rel_err=checked.rel_err, messages=other)
+            checked, refused = self._check_all_shapes(case, module)
+            if refused is not None:
+                return refused
             again = self._fresh_recheck(case, module, checked)
             if again is not None:
                 return CaseOutcome(
@@ -415,15 +423,9 @@ class _Harness(Checker):
         bench, shape = case.benchmark, case.shape
         clocks_before = self.backend.clocks()
         module = self._module(case)
-        checked = self.check(case, module)
-        if not checked.passed:
-            return CaseOutcome(
-                case, checked.status, rel_err=checked.rel_err, messages=checked.messages
-            )
-        self._passed_shapes.add((version_key(case), case.shape_label))
-        other = self._other_shapes(case, module)
-        if other:
-            return CaseOutcome(case, "refused", rel_err=checked.rel_err, messages=other)
+        checked, refused = self._check_all_shapes(case, module)
+        if refused is not None:
+            return refused
 
         def launch() -> None:
             bench.launch(module, case.version, shape, checked.arrays)
