@@ -55,8 +55,8 @@ def _constants(source: str) -> dict[str, int]:
     return values
 
 
-def test_the_ladder_is_twelve_versions_in_order() -> None:
-    assert [v.number for v in VERSIONS] == list(range(1, 13))
+def test_the_ladder_is_thirteen_versions_in_order() -> None:
+    assert [v.number for v in VERSIONS] == list(range(1, 14))
     assert SUITE.topic == "gemm"
 
 
@@ -65,7 +65,23 @@ def test_every_version_is_claimed_by_exactly_one_benchmark() -> None:
     fp32 = {v.stem for v in VERSIONS[:9]}
     assert {s for s, b in claimed.items() if b == "sgemm"} == fp32 - {"07_autotuned"}
     assert {s for s, b in claimed.items() if b == "sgemm_tiles"} == {"07_autotuned"}
-    assert {s for s, b in claimed.items() if b == "bf16"} == {f"{v.stem}" for v in VERSIONS[9:]}
+    assert {s for s, b in claimed.items() if b == "bf16"} == {v.stem for v in VERSIONS[9:12]}
+    assert {s for s, b in claimed.items() if b == "bf16_out"} == {v.stem for v in VERSIONS[12:]}
+
+
+def test_a_persistent_grid_is_one_block_per_sm_or_one_per_tile() -> None:
+    geometry = gemm.GEOMETRY["13_wgmma_persistent"]
+    assert geometry.grid(4096, 4096, sms=132) == (132,)
+    assert geometry.grid(256, 256, sms=132) == (2,)  # two 128x256 tiles
+    with pytest.raises(ValueError, match="SM count"):
+        geometry.grid(4096, 4096)
+    assert gemm.GEOMETRY["12_wgmma_tma"].grid(4096, 4096, sms=132) == (16, 32)
+
+
+def test_bf16_output_bytes_count_c_in_bf16() -> None:
+    shape = {"m": 4096, "n": 4096, "k": 4096}
+    assert gemm.BF16_OUT.bytes(shape) == 3 * 4096 * 4096 * 2
+    assert gemm.BF16.bytes(shape) == 4096 * 4096 * (2 + 2 + 4)
 
 
 def test_geometry_has_one_entry_per_version_and_names_a_kernel_of_it() -> None:
