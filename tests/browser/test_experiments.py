@@ -216,3 +216,159 @@ def test_every_input_refuses_bad_values(shipped_site: str, tab: Tab, eid: str) -
         assert_clean(page)
     assert len(refused) >= 7 * len(names)
     assert tab.errors == []
+
+
+# -- the capacity planner ------------------------------------------------------------------
+
+PLANNER_8B = {"paramsB": 8.03, "weightBytes": 2, "layers": 32, "hidden": 4096, "kvHeads": 8,
+              "headDim": 128, "kvBytes": 2, "memoryGB": 141, "reservePct": 10, "prompt": 2048,
+              "output": 256, "targetMs": 30, "bandwidthTBps": 4.3, "efficiencyPct": 87,
+              "peakTflops": 804, "tracedOneUs": 958.37, "tracedBigUs": 1279.62}
+# A 70B-class model in FP8 with an FP8 cache at 8K + 1K tokens, on a 4.8 TB/s, 141 GB GPU.
+PLANNER_70B = {"paramsB": 70, "weightBytes": 1, "layers": 80, "hidden": 8192, "kvHeads": 8,
+               "headDim": 128, "kvBytes": 1, "memoryGB": 141, "reservePct": 5, "prompt": 8192,
+               "output": 1024, "targetMs": 50, "bandwidthTBps": 4.8, "efficiencyPct": 90,
+               "peakTflops": 1500, "tracedOneUs": 1000, "tracedBigUs": 1400}
+PLANNER_INPUTS = {"params": "paramsB", "weight-bytes": "weightBytes", "layers": "layers",
+                  "hidden": "hidden", "kv-heads": "kvHeads", "head-dim": "headDim",
+                  "kv-bytes": "kvBytes", "memory": "memoryGB", "reserve": "reservePct",
+                  "prompt": "prompt", "output": "output", "target": "targetMs",
+                  "bandwidth": "bandwidthTBps", "efficiency": "efficiencyPct", "peak": "peakTflops",
+                  "traced-1": "tracedOneUs", "traced-64": "tracedBigUs"}
+TRACED_WEIGHTS, TRACED_KV, TRACED_LAYERS = 852_561_920, 2 * 8 * 4 * 128 * 2 * 512, 8
+
+
+def planner_by_hand(p: dict[str, float]) -> dict[str, Any]:
+    """The planner's outputs, computed here from its stated formulas."""
+    kv_token = 2 * p["layers"] * p["kvHeads"] * p["headDim"] * p["kvBytes"]
+    weights = p["paramsB"] * 1e9 * p["weightBytes"]
+    cache = p["memoryGB"] * 1e9 * (1 - p["reservePct"] / 100) - weights
+    by_memory = math.floor(cache / (kv_token * (p["prompt"] + p["output"])))
+    bw = p["bandwidthTBps"] * 1e12 * p["efficiencyPct"] / 100
+    avg = p["prompt"] + p["output"] / 2
+    flops = 2 * p["paramsB"] * 1e9 + 4 * p["layers"] * avg * p["hidden"]
+    traced = lambda b: (TRACED_WEIGHTS + b * TRACED_KV) / bw  # noqa: E731
+    overhead = max(0.0, p["tracedOneUs"] * 1e-6 - traced(1)) / TRACED_LAYERS
+    factor = max(1.0, (p["tracedBigUs"] - p["tracedOneUs"]) * 1e-6 / (traced(64) - traced(1)))
+
+    def step(b: int, over: bool) -> float:
+        f, o = (factor, overhead) if over else (1.0, 0.0)
+        return p["layers"] * o + max((weights + f * b * kv_token * avg) / bw,
+                                     b * flops / (p["peakTflops"] * 1e12))
+
+    def batch(over: bool) -> int:
+        b = 0
+        while step(b + 1, over) <= p["targetMs"] * 1e-3:
+            b += 1
+        return b
+
+    out = {"kv_token": kv_token, "weights": weights, "cache": cache, "by_memory": by_memory,
+           "overhead": overhead, "factor": factor}
+    for name, over in (("bound", False), ("measured", True)):
+        latency = batch(over)
+        b = min(latency, by_memory)
+        out[name] = {"latency": latency, "batch": b, "step": step(b, over), "tps": b / step(b, over)}
+    return out
+
+
+@pytest.mark.parametrize("p", [PLANNER_8B, PLANNER_70B], ids=["8b-bf16", "70b-fp8"])
+def test_capacity_planner_model(shipped_site: str, tab: Tab, p: dict[str, float]) -> None:
+    page = page_of(shipped_site, tab, "capacity-planner")
+    js = str(p).replace("'", '"')
+    got = module(page, shipped_site, "capacity-planner", f"m.plan({js})")
+    want = planner_by_hand(p)
+    assert got["kvBytesPerToken"] == want["kv_token"]
+    assert got["weightBytes"] == pytest.approx(want["weights"])
+    assert got["cacheBytes"] == pytest.approx(want["cache"])
+    assert got["maxSequences"] == want["by_memory"]
+    assert got["calibration"]["overheadPerLayer"] == pytest.approx(want["overhead"])
+    assert got["calibration"]["perSequenceFactor"] == pytest.approx(want["factor"])
+    for name in ("bound", "measured"):
+        assert got[name]["latency"] == want[name]["latency"], name
+        assert got[name]["batch"] == want[name]["batch"], name
+        assert got[name]["stepSeconds"] == pytest.approx(want[name]["step"]), name
+        assert got[name]["tokensPerSecond"] == pytest.approx(want[name]["tps"]), name
+
+
+def test_capacity_planner_hand_values() -> None:
+    """The two settings, worked once more with the numbers written out, so a slip in the
+    by-hand function above cannot hide a slip in the page."""
+    a = planner_by_hand(PLANNER_8B)
+    assert a["kv_token"] == 131_072  # 2 x 32 x 8 x 128 x 2
+    assert a["cache"] == pytest.approx(141e9 * 0.9 - 16.06e9)  # 110.84 GB
+    assert a["by_memory"] == 367  # 110.84e9 / (131072 x 2304)
+    # (30 ms x 4.3 TB/s x 0.87 - 16.06 GB) / (131072 x 2176 B) = 337.2
+    assert a["bound"]["latency"] == 337
+    assert a["overhead"] == pytest.approx((958.37e-6 - 860_950_528 / 3.741e12) / 8)
+    assert a["measured"]["latency"] == 131
+    b = planner_by_hand(PLANNER_70B)
+    assert b["kv_token"] == 163_840  # 2 x 80 x 8 x 128 x 1
+    assert b["by_memory"] == math.floor((141e9 * 0.95 - 70e9) / (163_840 * 9216))  # 42
+    assert b["by_memory"] == 42
+    # bound: (50 ms x 4.32 TB/s - 70 GB) / (163840 x 8704 B) = 102.4, so memory binds at 42
+    assert b["bound"]["latency"] == 102 and b["bound"]["batch"] == 42
+
+
+def _planner_fill(page: Any, p: dict[str, float]) -> None:
+    fill(page, {name: p[key] for name, key in PLANNER_INPUTS.items()})
+
+
+@pytest.mark.parametrize("width", (390, 1280))
+def test_capacity_planner_page(shipped_site: str, browser: Any, width: int) -> None:
+    from .test_layout import problems
+
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    tab = Tab(context)
+    try:
+        page = page_of(shipped_site, tab, "capacity-planner")
+        state, text = output(page)
+        assert state == "ok" and "sequences by memory" in text, text  # from the seeded values
+        assert page.locator("p.source").count() == 5  # every seeded input names its figure
+        assert_clean(page)
+        for p in (PLANNER_8B, PLANNER_70B):
+            _planner_fill(page, p)
+            want = planner_by_hand(p)
+            state, text = output(page)
+            assert state == "ok", text
+            assert f"{want['kv_token'] / 1024:.1f} KiB a token" in text
+            assert f"{want['by_memory']} sequences by memory" in text
+            for name in ("bound", "measured"):
+                w = want[name]
+                assert f"{w['batch']} sequences" in text and f"{w['tps']:.0f} tokens/s per GPU" in text
+                assert f"step {w['step'] * 1e3:.2f} ms" in text
+            rows = page.locator("[data-table=capacity-planner] tbody tr")
+            firsts = [rows.nth(i).locator("th").inner_text() for i in range(rows.count())]
+            assert str(want["bound"]["batch"]) in firsts and str(want["measured"]["batch"]) in firsts
+            assert_clean(page)
+            assert problems(page) == {}  # nothing scrolls the page sideways at this width
+        fill(page, {"params": 200, "weight-bytes": 4})  # 800 GB of weights on a 141 GB GPU
+        state, text = output(page)
+        assert state == "ok" and "leave no room for the cache" in text, text
+        assert page.locator("[data-table=capacity-planner]").count() == 0
+        fill(page, {"params": 8.03, "weight-bytes": 2, "target": 0.1})
+        state, text = output(page)
+        assert state == "ok" and "no batch meets the target" in text, text
+        assert_clean(page)
+    finally:
+        context.close()
+    assert tab.errors == []
+
+
+def test_capacity_planner_traced_shape_matches_the_trace() -> None:
+    """TRACED in the script states the traced decoder's shape; it must be the trace file's."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = json.loads((root / "kernels/traces/decode_step.json").read_text(encoding="utf-8"))["config"]
+    script = (root / "templates/static/js/experiments/capacity-planner.js").read_text(encoding="utf-8")
+    assert f"weightBytes: {cfg['weight_bytes']}" in script
+    kv = 2 * cfg["kv_heads"] * cfg["head_dim"] * 2 * cfg["context"]
+    assert f"layers: {cfg['layers']}" in script and cfg["layers"] == TRACED_LAYERS
+    assert f"2 * {cfg['layers']} * {cfg['kv_heads']} * {cfg['head_dim']} * 2 * {cfg['context']}" in script
+    assert cfg["layers"] * kv == TRACED_KV and cfg["weight_bytes"] == TRACED_WEIGHTS
+    assert max(cfg["batches"]) == 64 and "big: 64" in script
+
+
+def test_capacity_planner_refuses_bad_values(shipped_site: str, tab: Tab) -> None:
+    test_every_input_refuses_bad_values(shipped_site, tab, "capacity-planner")
