@@ -84,6 +84,10 @@ MAX_SPLIT_TOKENS = 4096  # 05 copies a split's table entries into shared memory
 MAX_SPLITS = 256  # the split merge holds one weight a split in shared memory
 MAX_GROUPS = 4096  # 04-05 keep one ticket counter per (batch, KV head) in device memory
 CTAS_PER_SM = 2  # 03-05 fit two 256-thread CTAs an SM (128 registers, 33-38 KB shared)
+# 06 builds several variants `split_kv_prefetch_<h|p><AHEAD>` (h: L2::256B load hints; AHEAD:
+# 64-token steps of K and V prefetched into the L2 ahead of the loads); VARIANT is the one
+# the suite measures, the rest stay in the file for comparison.
+VARIANT: dict[str, str] = {"06_split_kv_prefetch": "p4"}
 
 
 def problems(stem: str, shape: Shape) -> list[str]:
@@ -95,12 +99,12 @@ def problems(stem: str, shape: Shape) -> list[str]:
         out.append(f"S={shape['s']} is not a multiple of {NAIVE_S_MULTIPLE}")
     if stem.startswith("02") and shape["s"] % FLASH_BM:
         out.append(f"S={shape['s']} is not a multiple of {FLASH_BM}")
-    if stem[:2] in ("03", "04", "05"):
+    if stem[:2] in ("03", "04", "05", "06"):
         if shape["hq"] != GROUP * shape["hkv"]:
             out.append(f"Hq={shape['hq']} is not {GROUP} x Hkv={shape['hkv']}")
         if shape["t"] % DECODE_T_MULTIPLE:
             out.append(f"T={shape['t']} is not a multiple of {DECODE_T_MULTIPLE}")
-    if stem[:2] in ("04", "05") and shape["b"] * shape["hkv"] > MAX_GROUPS:
+    if stem[:2] in ("04", "05", "06") and shape["b"] * shape["hkv"] > MAX_GROUPS:
         out.append(f"B*Hkv={shape['b'] * shape['hkv']} exceeds the {MAX_GROUPS} ticket counters")
     return out
 
@@ -377,6 +381,9 @@ def _launch_decode(module: Any, version: Version, shape: Shape, arrays: Arrays) 
     if version.stem == "04_split_kv":
         entry = "split_kv"
         cache: tuple[Any, ...] = (arrays["k"], arrays["v"])
+    elif version.stem == "06_split_kv_prefetch":
+        entry = f"split_kv_prefetch_{VARIANT[version.stem]}"
+        cache = (arrays["k"], arrays["v"])
     elif version.stem == "05_paged":
         entry = "paged"
         cache = (arrays["k_pool"], arrays["v_pool"], arrays["block_table"])
@@ -491,7 +498,7 @@ SUITE = Suite(
         ),
         Benchmark(
             name="decode",
-            match="0[3-5]_*",
+            match="0[3-6]_*",
             inputs=_decode_inputs,
             outputs={"out": OutputSpec(lambda s: (s["b"], s["hq"], s["d"]), "uint16")},
             reference=decode_reference,

@@ -14,6 +14,7 @@ Every sweep shape keeps rows * cols = 2**27 (512 MiB a tensor in fp32).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -101,6 +102,28 @@ def persistent(per_vector: int, small_vpt: int, large_vpt: int) -> Callable[[Sha
     return plan
 
 
+# One CTA a row (09_block_row): the file builds several variants `block_row_v<VPT><flags>`, VPT the
+# 16-byte vectors a thread, flag h the streaming cache hints, flag o a 32-register cap for
+# full occupancy. VARIANT is the one the suite measures; the rest stay for comparison.
+BLOCK_ROW_ENTRIES: tuple[str, ...] = ("v4", "v4h", "v2h", "v2ho", "v8h", "v1h")
+VARIANT: dict[str, str] = {"09_block_row": "v4h"}
+
+
+def block_row_variant(variant: str, cols: int) -> tuple[str, int]:
+    """(entry suffix, threads) of a one-CTA-a-row variant at `cols`: VPT doubles until the
+    block is at most 1024 threads; a flag set not built at that VPT falls back to `h`."""
+    m = re.fullmatch(r"v(\d+)([a-z]*)", variant)
+    if m is None or variant not in BLOCK_ROW_ENTRIES:
+        raise ValueError(f"unknown block-row variant {variant!r}")
+    vpt, flags = int(m[1]), m[2]
+    while cols // (4 * vpt) > 1024:
+        vpt *= 2
+    name = f"v{vpt}{flags}"
+    if name not in BLOCK_ROW_ENTRIES:
+        name = f"v{vpt}h"
+    return "_" + name, row_block(cols, 4 * vpt, 1024)
+
+
 # One entry per version: how its block and grid follow the shape.
 PLANS: dict[str, Callable[[Shape], Launch]] = {
     "01_thread_per_row": _fixed(128, rows_per_block=128),
@@ -111,6 +134,9 @@ PLANS: dict[str, Callable[[Shape], Launch]] = {
     "06_stable_variance": _registers,
     "07_persistent": persistent(4, 4, 8),
     "08_persistent_bf16": persistent(8, 2, 4),
+    "09_block_row": lambda s: Launch(
+        *block_row_variant(VARIANT["09_block_row"], s["cols"]), s["rows"]
+    ),
 }
 
 
@@ -127,10 +153,6 @@ def plan(version: Version, shape: Shape) -> tuple[str, int, int | None]:
     except ValueError as exc:
         raise ValueError(f"{version.id}: {exc}") from exc
     return version.name + suffix, block, grid
-
-
-
-
 
 
 def _launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
@@ -264,7 +286,7 @@ SUITE = Suite(
     benchmarks=[
         Benchmark(
             name="layernorm",
-            match="0[1-7]_*",
+            match="0[1-79]_*",
             inputs=_inputs_f32,
             outputs=_out("float32"),
             reference=_reference_f32,

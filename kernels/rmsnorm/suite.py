@@ -11,6 +11,7 @@ Every shape keeps rows * cols = 2**27 (512 MiB a tensor in fp32).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -48,7 +49,8 @@ FLOPS_PER_ELEMENT = 4  # fma (sum of squares), two multiplies (output)
 
 class Launch(NamedTuple):
     suffix: str  # appended to the file's name to give the entry point, e.g. "_vpt8"
-    block: int  # threads a block; the grid is sized at launch (persistent kernels)
+    block: int  # threads a block
+    grid: int | None = None  # blocks; None: as many as are resident at once (persistent kernels)
 
 
 def row_block(cols: int, per_thread: int, max_threads: int) -> int:
@@ -74,33 +76,56 @@ def persistent(per_vector: int, small_vpt: int, large_vpt: int) -> Callable[[Sha
     return plan
 
 
+# One CTA a row (03_block_row): the file builds several variants `block_row_v<VPT><flags>`, VPT the
+# 16-byte vectors a thread, flag h the streaming cache hints, flag o a 32-register cap for
+# full occupancy. VARIANT is the one the suite measures; the rest stay for comparison.
+BLOCK_ROW_ENTRIES: tuple[str, ...] = ("v4", "v4h", "v4ho", "v2h", "v2ho", "v8h", "v1h")
+VARIANT: dict[str, str] = {"03_block_row": "v4h"}
+
+
+def block_row_variant(variant: str, cols: int) -> tuple[str, int]:
+    """(entry suffix, threads) of a one-CTA-a-row variant at `cols`: VPT doubles until the
+    block is at most 1024 threads; a flag set not built at that VPT falls back to `h`."""
+    m = re.fullmatch(r"v(\d+)([a-z]*)", variant)
+    if m is None or variant not in BLOCK_ROW_ENTRIES:
+        raise ValueError(f"unknown block-row variant {variant!r}")
+    vpt, flags = int(m[1]), m[2]
+    while cols // (4 * vpt) > 1024:
+        vpt *= 2
+    name = f"v{vpt}{flags}"
+    if name not in BLOCK_ROW_ENTRIES:
+        name = f"v{vpt}h"
+    return "_" + name, row_block(cols, 4 * vpt, 1024)
+
+
 # One entry per version: how its block follows the shape.
 PLANS: dict[str, Callable[[Shape], Launch]] = {
     "01_persistent": persistent(4, 4, 8),
     "02_persistent_bf16": persistent(8, 2, 4),
+    "03_block_row": lambda s: Launch(
+        *block_row_variant(VARIANT["03_block_row"], s["cols"]), grid=s["rows"]
+    ),
 }
 
 
-def plan(version: Version, shape: Shape) -> tuple[str, int]:
-    """(entry point, threads a block) of `version` at `shape`: `name_vptK` for
-    `NN_name.cu`, where K is the 16-byte vectors each thread holds."""
+def plan(version: Version, shape: Shape) -> tuple[str, int, int | None]:
+    """(entry point, threads a block, blocks or None) of `version` at `shape`: `name_vptK`
+    for the persistent `NN_name.cu`, where K is the 16-byte vectors each thread holds;
+    `name_vK<flags>` for one CTA a row (see `block_row_variant`)."""
     if version.stem not in PLANS:
         raise KeyError(f"rmsnorm: no launch plan for {version.stem}; add one to PLANS")
     try:
-        suffix, block = PLANS[version.stem](shape)
+        suffix, block, grid = PLANS[version.stem](shape)
     except ValueError as exc:
         raise ValueError(f"{version.id}: {exc}") from exc
-    return version.name + suffix, block
-
-
-
-
+    return version.name + suffix, block, grid
 
 
 def _launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
-    entry, block = plan(version, shape)
+    entry, block, grid = plan(version, shape)
     function = kernel(module, entry)
-    grid = resident_grid(function, block, shape["rows"])
+    if grid is None:
+        grid = resident_grid(function, block, shape["rows"])
     args = (arrays["x"], arrays["gamma"], arrays["y"])
     scalars = (np.int32(shape["rows"]), np.int32(shape["cols"]), np.float32(EPS))
     function((grid,), (block,), (*args, *scalars))
@@ -204,7 +229,7 @@ SUITE = Suite(
     benchmarks=[
         Benchmark(
             name="rmsnorm",
-            match="*_persistent",
+            match="0[13]_*",
             inputs=_inputs_f32,
             outputs=_out("float32"),
             reference=_reference_f32,

@@ -32,10 +32,12 @@ EXPECTED = {
         "06_stable_variance": "layernorm",
         "07_persistent": "layernorm",
         "08_persistent_bf16": "layernorm_bf16",
+        "09_block_row": "layernorm",
     },
     "rmsnorm": {
         "01_persistent": "rmsnorm",
         "02_persistent_bf16": "rmsnorm_bf16",
+        "03_block_row": "rmsnorm",
     },
 }
 STEMS = [(topic, stem) for topic, stems in EXPECTED.items() for stem in stems]
@@ -69,7 +71,7 @@ def test_layernorm_shapes_sweep_and_large_mean(suites: dict) -> None:
     assert all(s["rows"] * s["cols"] == 1 << 27 for s in sweep)  # 512 MiB fp32, 256 MiB bf16
     assert [dict(s) for s in fp32.shapes] == [*sweep, {**HEADLINE, "mean": 1000}]
     assert dict(fp32.headline) == dict(bf16.headline) == HEADLINE
-    assert len(plan_cases([loaded])) == 7 * 6 + 1 * 5
+    assert len(plan_cases([loaded])) == 8 * 6 + 1 * 5
 
 
 def test_rmsnorm_shapes(suites: dict) -> None:

@@ -1,0 +1,138 @@
+// 09 LayerNorm, one CTA a row with streaming cache hints: 06's kernel at the copy kernel's occupancy
+//
+// Idea against 06 and 07: 06 (one CTA a row, the row in registers, the two-pass variance over
+// registers) reached 97% of copy at 32768 x 4096 with 51 registers a thread, so 4 CTAs of 256
+// threads an SM; 07 (persistent) fell back to 91%. torch.compile's one-program-a-row kernel runs
+// level with the copy ceiling. This version keeps 06's arithmetic (mean first, then the mean of
+// (x - mean)^2 over the registers, so the large-mean shape stays accurate) and changes what sets
+// the bytes in flight and the stalls:
+//   - VPT 16-byte vectors a thread (VPT = 4: 256 threads a 4096-column row);
+//   - HINTS: x loaded with ld.global.nc.L1::no_allocate.L2::256B (read once: no L1 line) and y
+//     stored with st.global.cs (streaming, evict first);
+//   - MINB: the __launch_bounds__ minimum of resident CTAs, which caps the registers a thread
+//     (MINB = 2 at 1024 threads: 32 registers, so 4 CTAs of 512 threads, 2048 threads an SM;
+//     at VPT = 4 the cap spills, so that pairing is not built).
+// gamma and beta (32 KB at 4096 columns) are read after the reductions, from the L2.
+//
+// Expected bound: 32768 x 4096 fp32 moves 1.07 GB by the work model, about 0.25 ms at the about
+// 4.26 TB/s copy ceiling measured on this card. Little's law with a loaded HBM latency of 0.6-0.8
+// us (0.35 us unloaded, kernels/latency) asks about 23 KB of reads in flight an SM; 8 CTAs of 256
+// threads with 64 B a thread hold up to 128 KB, and at any moment some of them are in their
+// reductions. Expect about 0.252-0.255 ms, 98% of copy: 06's time less its occupancy gap.
+//
+// Size constraints: cols a multiple of 4 * VPT * 32 giving at most 1024 threads (the suite picks
+// VPT per shape); 16-byte aligned tensors; rows < 2^31.
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+__device__ __forceinline__ float block_sum(float v, float* partials) {
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    v = warp_sum(v);
+    if (lane == 0) partials[warp] = v;
+    __syncthreads();
+    return warp_sum(lane < (blockDim.x >> 5) ? partials[lane] : 0.0f);
+}
+
+template <bool HINTS>
+__device__ __forceinline__ float4 load_x(const float4* p) {
+    if (!HINTS) return *p;
+    float4 v;
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+        : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+        : "l"(p));
+    return v;
+}
+
+template <bool HINTS>
+__device__ __forceinline__ void store_y(float4* p, float4 v) {
+    if (!HINTS) {
+        *p = v;
+        return;
+    }
+    asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};\n"
+                 :
+                 : "l"(p), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+                 : "memory");
+}
+
+// grid = rows, block = cols / (4 * VPT).
+template <int VPT, bool HINTS>
+__device__ __forceinline__ void layernorm_row(const float* __restrict__ x, const float* __restrict__ gamma,
+                                              const float* __restrict__ beta, float* __restrict__ y, int cols,
+                                              float eps) {
+    __shared__ float mean_partials[32];
+    __shared__ float var_partials[32];
+    const size_t base = static_cast<size_t>(blockIdx.x) * cols;
+    const float4* xr = reinterpret_cast<const float4*>(x + base);
+    float4* yr = reinterpret_cast<float4*>(y + base);
+    const float4* g4 = reinterpret_cast<const float4*>(gamma);
+    const float4* b4 = reinterpret_cast<const float4*>(beta);
+    const int stride = blockDim.x;
+    static_assert(VPT >= 1 && VPT <= 8, "1 to 8 float4 a thread: 32 floats of the row at most in registers");
+
+    float4 v[VPT];
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) v[k] = load_x<HINTS>(xr + k * stride + threadIdx.x);
+
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) sum += (v[k].x + v[k].y) + (v[k].z + v[k].w);
+    const float mean = block_sum(sum, mean_partials) / cols;
+
+    float sq = 0.0f;
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+        v[k].x -= mean;
+        v[k].y -= mean;
+        v[k].z -= mean;
+        v[k].w -= mean;
+        sq += (v[k].x * v[k].x + v[k].y * v[k].y) + (v[k].z * v[k].z + v[k].w * v[k].w);
+    }
+    const float rstd = rsqrtf(block_sum(sq, var_partials) / cols + eps);
+
+#pragma unroll
+    for (int k = 0; k < VPT; ++k) {
+        const int j = k * stride + threadIdx.x;
+        const float4 g = __ldg(g4 + j);
+        const float4 b = __ldg(b4 + j);
+        store_y<HINTS>(yr + j, make_float4(v[k].x * rstd * g.x + b.x, v[k].y * rstd * g.y + b.y,
+                                           v[k].z * rstd * g.z + b.z, v[k].w * rstd * g.w + b.w));
+    }
+}
+
+// block_row_v<VPT>[h][o]: h = cache hints, o = 32 registers a thread (2 CTAs of 1024 threads).
+extern "C" __global__ void __launch_bounds__(1024, 1)
+block_row_v4(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
+       float* __restrict__ y, int rows, int cols, float eps) {
+    layernorm_row<4, false>(x, gamma, beta, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+block_row_v4h(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
+       float* __restrict__ y, int rows, int cols, float eps) {
+    layernorm_row<4, true>(x, gamma, beta, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+block_row_v2h(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
+       float* __restrict__ y, int rows, int cols, float eps) {
+    layernorm_row<2, true>(x, gamma, beta, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(1024, 2)
+block_row_v2ho(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
+       float* __restrict__ y, int rows, int cols, float eps) {
+    layernorm_row<2, true>(x, gamma, beta, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+block_row_v8h(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
+       float* __restrict__ y, int rows, int cols, float eps) {
+    layernorm_row<8, true>(x, gamma, beta, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(1024, 2)
+block_row_v1h(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
+       float* __restrict__ y, int rows, int cols, float eps) {
+    layernorm_row<1, true>(x, gamma, beta, y, cols, eps);
+}

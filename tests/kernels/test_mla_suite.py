@@ -1,0 +1,116 @@
+"""The MLA decode suite, without a GPU: what it declares, its launch plans and its reference."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+from conftest import KERNEL_ENTRY, version_named
+
+from curriculum.bench.suites import LoadedSuite, load_suite, plan_cases
+
+MLA = Path(__file__).resolve().parents[2] / "kernels" / "mla"
+H200_SMS = 132
+
+
+@pytest.fixture(scope="module")
+def loaded() -> LoadedSuite:
+    return load_suite(MLA)
+
+
+@pytest.fixture(scope="module")
+def suite(loaded: LoadedSuite) -> ModuleType:
+    return sys.modules["curriculum_suite_mla"]
+
+
+def test_declares_one_benchmark_over_the_sweep(loaded: LoadedSuite, suite: ModuleType) -> None:
+    (bench,) = loaded.suite.benchmarks
+    assert {v.stem: loaded.claims[v.stem].name for v in loaded.versions} == {
+        "01_split_latent": "mla_decode"
+    }
+    assert dict(bench.headline) == {"b": 1, "h": 128, "t": 32768}
+    assert len(plan_cases([loaded])) == len(bench.shapes) == 5
+    assert bench.roofline.bandwidth == "copy" and bench.roofline.compute == "gemm_bf16"
+    names = [c.name for c in bench.candidates]
+    assert "cuDNN SDPA" in names and "torch.matmul + softmax (cuBLAS)" in names
+
+
+def test_work_model(suite: ModuleType) -> None:
+    shape = {"b": 1, "h": 128, "t": 32768}
+    cache = 32768 * 576 * 2
+    assert suite.mla_bytes(shape) == cache + 128 * 576 * 2 + 128 * 512 * 2 + 512 * 4
+    assert suite.mla_flops(shape) == 2 * 128 * 32768 * 1088
+    # 16 heads: bytes-bound; 128 heads: above the ridge of ~780 TFLOP/s over ~4.29 TB/s
+    ridge = 780e12 / 4.29e12
+    assert suite.mla_flops({**shape, "h": 16}) / suite.mla_bytes({**shape, "h": 16}) < ridge
+    assert suite.mla_flops(shape) / suite.mla_bytes(shape) > ridge
+
+
+def test_every_variant_is_built_and_every_shape_planned(
+    loaded: LoadedSuite, suite: ModuleType
+) -> None:
+    version = version_named(loaded, "01_split_latent")
+    entries = set(KERNEL_ENTRY.findall(version.source))
+    assert entries == {f"split_latent_{v}" for v in suite.ENTRIES}
+    for variant in suite.ENTRIES:
+        for shape in loaded.claims["01_split_latent"].shapes:
+            chosen, splits, per, blocks = suite.plan(variant, shape, H200_SMS)
+            mt, _ = suite.parse_variant(chosen)
+            assert shape["h"] == blocks * 16 * mt
+            assert per % suite.PAGE == 0 and splits * per >= shape["t"] > (splits - 1) * per
+            assert splits * blocks * shape["b"] <= H200_SMS  # one wave: the merge waits on it
+            assert splits <= suite.MAX_SPLITS
+
+
+def test_shared_memory_mirrors_the_kernel(loaded: LoadedSuite, suite: ModuleType) -> None:
+    source = version_named(loaded, "01_split_latent").source
+    consts = {m[0]: int(m[1]) for m in re.findall(r"constexpr int (\w+) = (\d+);", source)}
+    assert consts["DQK"] == suite.DQK and consts["DV"] == suite.DV and consts["PAGE"] == suite.PAGE
+    assert consts["TT"] == suite.TILE and consts["WARPS"] * 32 == suite.THREADS
+    for variant in suite.ENTRIES:
+        assert suite.smem_bytes(*suite.parse_variant(variant)) <= 227 * 1024
+        assert suite.smem_bytes(*suite.parse_variant(variant)) > 114 * 1024  # one CTA an SM
+
+
+def test_plan_refuses_ragged_contexts(suite: ModuleType) -> None:
+    with pytest.raises(ValueError, match="multiple of the 64-token page"):
+        suite.plan("m1_s4", {"b": 1, "h": 16, "t": 4100}, H200_SMS)
+    with pytest.raises(ValueError, match="one wave"):
+        suite.plan("m1_s4", {"b": 200, "h": 16, "t": 4096}, H200_SMS)
+
+
+def test_reference_matches_a_per_head_loop(suite: ModuleType) -> None:
+    rng = np.random.default_rng(1)
+    b, h, t = 2, 3, 128
+    q = rng.standard_normal((b, h, 576))
+    pool = rng.standard_normal((b * t // 64, 64, 576))
+    table = rng.permutation(b * t // 64).reshape(b, t // 64)
+    cache = suite.gather(pool, table)
+    assert np.array_equal(cache[1, 64:128], pool[table[1, 1]])
+    out = suite.mla_reference(q, cache)
+    for bi in range(b):
+        for hi in range(h):
+            s = cache[bi] @ q[bi, hi] * suite.SCALE
+            p = np.exp(s - s.max())
+            p /= p.sum()
+            np.testing.assert_allclose(out[bi, hi], p @ cache[bi, :, :512], rtol=1e-12)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_compiles_for_sm90_without_spills() -> None:
+    proc = subprocess.run(
+        ["nvcc", "-arch=sm_90", "-std=c++17", "-Xptxas", "-v", "-c", "-o", "/dev/null"]
+        + [str(MLA / "01_split_latent.cu")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    spills = re.findall(r"(\d+) bytes (?:stack frame|spill stores|spill loads)", proc.stderr)
+    assert spills and all(n == "0" for n in spills), proc.stderr
