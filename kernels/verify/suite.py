@@ -1,9 +1,10 @@
-"""Speculative decoding's verify step: k draft tokens of a sequence against its KV cache.
+"""Speculative decoding's verify step: k new tokens of a sequence against its KV cache.
 
-A draft model proposes k tokens; the target model checks them in one forward step, in which each
-draft token attends over the T cached positions and the draft positions up to its own (causal
-within the draft). Every case here is batch 1, 32 query heads over 8 KV heads (4 query heads a KV
-head), head dim 128, bf16 in and out.
+A draft model proposes tokens; the target model checks them in one forward step over k new
+positions (in the usual scheme, the last accepted token and k - 1 drafts), in which token i
+attends over the T cached positions and the new positions 0..i (causal within the step). Every
+case here is batch 1, 32 query heads over 8 KV heads (4 query heads a KV head), head dim 128,
+bf16 in and out. "Draft token i" below means new position i.
 
 Two benchmarks:
 
@@ -16,7 +17,7 @@ Layouts: verify q and out are [B, Hq, k, D] (SDPA's [B, H, Sq, D], so the k x 4 
 head are contiguous), the cache K and V [B, Hkv, T + k, D]; the baseline's q and out are
 [k, B, Hq, D] (one decode's [B, Hq, D] a draft token) over a cache [B, Hkv, T, D].
 
-Shapes are `k` (draft tokens) and `t` (cached tokens). The k sweep at T = 32768 is declared as
+Shapes are `k` (new tokens) and `t` (cached tokens). The k sweep at T = 32768 is declared as
 {k, t}; the T sweep at smaller contexts as {t, k}, so a `sweep` chart with `x: k` draws the k
 sweep alone (it keeps the most common key order). Cite them as `@k=4,t=32768` and `@t=4096,k=4`.
 
@@ -90,8 +91,8 @@ MMA_ROWS = 16  # 02: query rows a CTA, one m16 tile of the tensor-core product
 # --- shapes -----------------------------------------------------------------------------
 
 HEADLINE_T = 32768
-DRAFTS = (1, 2, 3, 4, 6, 8)
-K_SWEEP: tuple[dict[str, int], ...] = tuple({"k": k, "t": HEADLINE_T} for k in DRAFTS)
+K_VALUES = (1, 2, 3, 4, 6, 8)
+K_SWEEP: tuple[dict[str, int], ...] = tuple({"k": k, "t": HEADLINE_T} for k in K_VALUES)
 T_SWEEP: tuple[dict[str, int], ...] = tuple({"t": t, "k": k} for t in (1024, 4096) for k in (1, 4))
 SHAPES = K_SWEEP + T_SWEEP
 HEADLINE: dict[str, int] = {"k": 4, "t": HEADLINE_T}
