@@ -6,6 +6,12 @@ of versions is discovered from the files; a suite only says how to feed, launch,
 check and count them. Each `Benchmark` claims versions by a glob on the file
 stem, so one topic can hold several operations (copy, reduce, transpose).
 
+A version can also be a numbered `.py` file (`01_softmax.py`): a Python module
+that defines its kernel (in Triton, say) and the functions its suite's launcher
+calls. The harness imports it where it would compile a `.cu` file; everything
+after that (the checks, the timing, the library candidates, the fingerprint of
+its source) is the same for both kinds.
+
 Nothing here imports CuPy: a suite module is imported on machines without a
 GPU (for `--list` and for the build's staleness checks), so suites import
 `cupy` inside their functions only.
@@ -25,11 +31,13 @@ Arrays = dict[str, Any]  # name -> cupy.ndarray
 CeilingName = Literal["copy", "read", "sgemm_fp32", "gemm_bf16"]
 
 VERSION_FILE = re.compile(r"^(?P<number>\d{2})_(?P<name>[a-z0-9_]+)\.cu$")
+# A version written in Python; other .py files of a topic (suite.py, helpers) are not versions.
+PYTHON_VERSION_FILE = re.compile(r"^(?P<number>\d{2})_(?P<name>[a-z0-9_]+)\.py$")
 
 
 @dataclass(frozen=True)
 class Version:
-    """One `.cu` file: a kernel version of a topic."""
+    """One `.cu` or `.py` file: a kernel version of a topic."""
 
     topic: str
     path: Path
@@ -46,13 +54,19 @@ class Version:
         return f"{self.topic}/{self.stem}"
 
     @property
+    def language(self) -> Literal["cuda", "python"]:
+        """The kind of file: "python" for a `.py` version (imported), "cuda" for a `.cu` one."""
+        return "python" if self.path.suffix == ".py" else "cuda"
+
+    @property
     def header(self) -> list[str]:
-        """The leading `//` comment block, markers stripped."""
+        """The leading comment block (`//` in a .cu file, `#` in a .py file), markers stripped."""
+        marker = "#" if self.language == "python" else "//"
         lines = []
         for line in self.source.splitlines():
-            if not line.startswith("//"):
+            if not line.startswith(marker):
                 break
-            lines.append(line[2:].strip())
+            lines.append(line[len(marker) :].strip())
         return lines
 
     @property
@@ -111,14 +125,16 @@ class Benchmark:
     - `reference(inputs64, shape)`: the float64 answer from the inputs upcast to
       float64 (device arrays), by output name.
     - `launch(module, version, shape, arrays)`: enqueue the version's kernel(s)
-      on the current stream; `module` is the compiled `cupy.RawModule`,
-      `arrays` holds inputs and outputs by name.
+      on the current stream; `module` is the compiled `cupy.RawModule` (for a
+      `.py` version, the imported module), `arrays` holds inputs and outputs
+      by name.
     - `flops(shape)`, `bytes(shape)`: the work model; `work_convention` states
       what is counted (e.g. "2MNK FLOPs; A, B read once and C written once").
     - `tolerance`: largest ||out-ref||/||ref||, with `tolerance_reason`.
     - `shapes`: every shape to sweep; `headline` is the one pages cite by default.
     - `compile_options`: NVRTC options for every version of this benchmark;
-      `version_options` adds options for individual stems.
+      `version_options` adds options for individual stems (a `.py` version
+      is imported, and takes none).
     - `baselines`: every library candidate, timed at each shape once per run;
       the fastest that ran is the case's library figure (`pct_library`), and
       every candidate is recorded with its time or the reason it could not
@@ -189,11 +205,17 @@ class Suite:
     expected_refusal: bool = False
 
 
+def version_match(name: str) -> re.Match[str] | None:
+    """The number and name of a version file (`NN_name.cu` or `NN_name.py`), else None."""
+    return VERSION_FILE.match(name) or PYTHON_VERSION_FILE.match(name)
+
+
 def discover_versions(topic_dir: Path) -> list[Version]:
-    """Every `NN_name.cu` file in a topic folder, in number order."""
+    """Every `NN_name.cu` and `NN_name.py` file in a topic folder, in number order."""
     versions = []
-    for path in sorted(topic_dir.glob("*.cu")):
-        m = VERSION_FILE.match(path.name)
+    paths = [*topic_dir.glob("*.cu"), *topic_dir.glob("*.py")]
+    for path in sorted(paths, key=lambda p: p.name):
+        m = version_match(path.name)
         if not m:
             continue
         versions.append(

@@ -2,7 +2,8 @@
 
 For each case (one version at one shape), in this order:
 
-1. compile the version (once per run) with NVRTC;
+1. compile the version (once per run) with NVRTC, or import it, for a version
+   written in Python (`NN_name.py`);
 2. check: fresh random inputs, outputs poisoned, one launch, every output
    against its float64 reference by ||out-ref||/||ref||; a failure lists the
    first mismatching elements and the case is not timed;
@@ -56,11 +57,12 @@ from curriculum.bench.nvml import is_throttled
 from curriculum.bench.staleness import HARNESS_VERSION, Fingerprints, stale_reason
 from curriculum.bench.suites import (
     Case,
+    import_python_version,
     load_suites,
     plan_cases,
     select_cases,
     shard_cases,
-    topic_glob_of,
+    topic_globs_of,
 )
 from curriculum.bench.timing import TimingPolicy
 from curriculum.results import (
@@ -164,11 +166,11 @@ def plan(options: BenchOptions, listing: bool = False) -> list[Case]:
     A suite that expects refusals is left out unless `--only` names its topic
     exactly (`cheats/*`); a listing shows it always.
     """
-    topic_glob = topic_glob_of(options.only)
+    topic_globs = topic_globs_of(options.only)
     suites = [
         s
-        for s in load_suites(options.root, topic_glob)
-        if listing or not s.suite.expected_refusal or s.suite.topic == topic_glob
+        for s in load_suites(options.root, topic_globs)
+        if listing or not s.suite.expected_refusal or s.suite.topic in topic_globs
     ]
     cases = select_cases(plan_cases(suites), options.only, options.small, options.headline)
     if not cases:
@@ -371,10 +373,17 @@ class _Harness(Checker):
         if key in self._compile_errors:
             raise RuntimeError(self._compile_errors[key])
         if key not in self._modules:
+            python = case.version.language == "python"
             try:
-                self._modules[key] = self.backend.compile(case.version.source, options)
+                if python:
+                    self._modules[key] = import_python_version(case.version)
+                else:
+                    self._modules[key] = self.backend.compile(case.version.source, options)
             except Exception as exc:
-                message = f"compile failed ({' '.join(options)}): {type(exc).__name__}: {exc}"
+                if python:  # the error names the file, "import failed" and the cause
+                    message = str(exc)
+                else:
+                    message = f"compile failed ({' '.join(options)}): {type(exc).__name__}: {exc}"
                 self._compile_errors[key] = message
                 raise RuntimeError(message) from exc
         return self._modules[key]

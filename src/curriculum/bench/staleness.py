@@ -2,11 +2,14 @@
 
 A case's **fingerprint** is the sha256 of everything that decides its figure:
 
-- its `.cu` file, line endings normalised;
-- every file that file includes with `#include "..."`, recursively, resolved
+- its `.cu` file (or `.py` file, for a version written in Python), line
+  endings normalised;
+- every file a `.cu` file includes with `#include "..."`, recursively, resolved
   relative to the including file (a missing include counts by its name);
 - its topic's `suite.py`, as a whole: any byte changed (inputs, shapes, work
   model, tolerance, baselines, a comment) changes every figure of the topic;
+- the `suite.py` of every topic that suite reuses through
+  `suite_module("<topic>", __file__)` (its inputs, reference and baselines);
 - `HARNESS_VERSION`, bumped when the harness changes what it measures or
   records.
 
@@ -35,6 +38,10 @@ from curriculum.results import CaseResult, ResultsFile, source_hash
 HARNESS_VERSION = 2
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+# A suite's use of another topic's suite (`suite_module("softmax", __file__)`).
+USES = re.compile(r"""\bsuite_module\(\s*["']([A-Za-z0-9_.-]+)["']""")
+# The kinds of version file, in the order a stem is looked up.
+VERSION_SUFFIXES = (".cu", ".py")
 
 StaleReason = Literal[
     "source-changed",
@@ -75,20 +82,42 @@ def includes(cu: Path) -> list[Path]:
     return seen
 
 
+def version_file(topic_dir: Path, version: str) -> Path:
+    """The source of a version stem: its `.cu` file, else its `.py` file; the `.cu`
+    path when neither exists (what a missing source is reported as)."""
+    for suffix in VERSION_SUFFIXES:
+        path = topic_dir / f"{version}{suffix}"
+        if path.is_file():
+            return path
+    return topic_dir / f"{version}.cu"
+
+
+def used_topics(suite_source: bytes) -> list[str]:
+    """The topics a suite reuses through `suite_module`, in first-seen order."""
+    found: list[str] = []
+    for topic in USES.findall(suite_source.decode("utf-8", errors="replace")):
+        if topic not in found:
+            found.append(topic)
+    return found
+
+
 def fingerprint(root: Path, topic: str, version: str) -> str | None:
-    """sha256 of a case's inputs (see the module docstring), or None if its .cu is gone.
+    """sha256 of a case's inputs (see the module docstring), or None if its source is gone.
 
     `version` is the file stem, e.g. '02_copy_vec4'.
     """
     topic_dir = root / "kernels" / topic
-    cu = topic_dir / f"{version}.cu"
-    cu_data = _read(cu)
-    if cu_data is None:
+    source = version_file(topic_dir, version)
+    data = _read(source)
+    if data is None:
         return None
     h = hashlib.sha256()
     h.update(f"harness {HARNESS_VERSION}\n".encode())
-    h.update(b"cu\n" + hashlib.sha256(cu_data).hexdigest().encode() + b"\n")
-    for inc in includes(cu):
+    if source.suffix == ".py":
+        h.update(b"py\n" + hashlib.sha256(data).hexdigest().encode() + b"\n")
+    else:
+        h.update(b"cu\n" + hashlib.sha256(data).hexdigest().encode() + b"\n")
+    for inc in includes(source) if source.suffix == ".cu" else []:
         data = _read(inc)
         try:
             name = inc.relative_to(topic_dir.resolve()).as_posix()
@@ -99,6 +128,10 @@ def fingerprint(root: Path, topic: str, version: str) -> str | None:
     suite = _read(topic_dir / "suite.py")
     suite_digest = hashlib.sha256(suite).hexdigest() if suite is not None else "missing"
     h.update(f"suite {suite_digest}\n".encode())
+    for other in used_topics(suite) if suite is not None else []:
+        used = _read(root / "kernels" / other / "suite.py")
+        digest = hashlib.sha256(used).hexdigest() if used is not None else "missing"
+        h.update(f"uses {other} {digest}\n".encode())
     return h.hexdigest()
 
 
@@ -129,7 +162,7 @@ def stale_reason(fp: Fingerprints, case: CaseResult) -> tuple[StaleReason, Path]
     case has a fingerprint; the build marks a figure stale when it is not None.
     """
     topic_dir = fp.root / "kernels" / case.topic
-    cu = topic_dir / f"{case.version}.cu"
+    cu = version_file(topic_dir, case.version)
     suite = topic_dir / "suite.py"
     cu_hash, suite_hash = fp.hash_of(cu), fp.hash_of(suite)
     if cu_hash is None:
@@ -169,7 +202,8 @@ def describe(reason: StaleReason) -> str:
         "source-missing": "kernel source no longer exists",
         "suite-changed": "suite.py changed since it was measured",
         "suite-missing": "suite.py no longer exists",
-        "include-changed": "a file the kernel includes changed since it was measured",
+        "include-changed": "a file the kernel includes (or a suite its suite reuses) changed "
+        "since it was measured",
         "harness-changed": f"measured by an older harness (now version {HARNESS_VERSION})",
     }[reason]
 

@@ -5,7 +5,13 @@ suite module is imported by file path, so `kernels/` needs no `__init__.py`
 and nothing is installed. Every `.cu` file of the topic must follow the
 `NN_name.cu` pattern and be claimed by exactly one benchmark; anything else
 is an error naming the file, because a version nobody runs is a figure that
-silently never appears.
+silently never appears. A `.py` file whose name starts with a digit is a
+version too (`NN_name.py`), held to the same rules; other `.py` files
+(`suite.py`, helpers) are not.
+
+A suite may reuse another topic's inputs, references and library candidates
+(a Triton topic measured against the CUDA ones) through `suite_module`; the
+fingerprint of its cases then covers that topic's `suite.py` as well.
 """
 
 from __future__ import annotations
@@ -13,10 +19,19 @@ from __future__ import annotations
 import fnmatch
 import importlib.util
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
-from curriculum.bench.api import VERSION_FILE, Benchmark, Suite, Version, discover_versions
+from curriculum.bench.api import (
+    PYTHON_VERSION_FILE,
+    VERSION_FILE,
+    Benchmark,
+    Suite,
+    Version,
+    discover_versions,
+)
 from curriculum.bench.errors import SuiteError, UsageError
 from curriculum.bench.staleness import fingerprint
 from curriculum.results import shape_label, source_hash
@@ -67,17 +82,19 @@ def kernels_dir(root: Path) -> Path:
     return root / "kernels"
 
 
-def topic_dirs(root: Path, topic_glob: str = "*") -> list[Path]:
+def topic_dirs(root: Path, topic_glob: str | Sequence[str] = "*") -> list[Path]:
+    """Every topic folder whose name matches the glob (or any of several globs)."""
     base = kernels_dir(root)
     if not base.is_dir():
         return []
+    globs = [topic_glob] if isinstance(topic_glob, str) else list(topic_glob)
     return sorted(
         p
         for p in base.iterdir()
         if p.is_dir()
         and p.name != "results"
         and not p.name.startswith((".", "_"))
-        and fnmatch.fnmatchcase(p.name, topic_glob)
+        and any(fnmatch.fnmatchcase(p.name, g) for g in globs)
         and _is_topic(p)
     )
 
@@ -87,22 +104,27 @@ def _is_topic(folder: Path) -> bool:
     return (folder / "suite.py").is_file() or any(folder.glob("*.cu"))
 
 
-def topic_glob_of(pattern: str | None) -> str:
-    """The topic part of an --only pattern: 'memory/*' -> 'memory'; '*copy*' -> '*'."""
-    if not pattern or "/" not in pattern:
-        return "*"
-    return pattern.split("/", 1)[0]
+def only_patterns(pattern: str | None) -> list[str]:
+    """The globs of an --only value: several may be given, separated by commas
+    ('triton/*,softmax/03_*'), so that one run times them all."""
+    if not pattern:
+        return []
+    return [p.strip() for p in pattern.split(",") if p.strip()]
 
 
-def load_suite(topic_dir: Path) -> LoadedSuite:
-    """Import `suite.py` of a topic and check that it claims every .cu exactly once."""
-    path = topic_dir / "suite.py"
-    cu_files = sorted(topic_dir.glob("*.cu"))
-    if not path.is_file():
-        if cu_files:
-            raise SuiteError(f"{topic_dir}: has .cu files but no suite.py binding SUITE")
-        raise SuiteError(f"{topic_dir}: no suite.py")
-    module_name = f"curriculum_suite_{topic_dir.name}"
+def topic_globs_of(pattern: str | None) -> list[str]:
+    """The topic parts of an --only value, so that only those suites are loaded:
+    'memory/*' -> ['memory']; 'triton/*,gemm/12_*' -> ['triton', 'gemm']; '*copy*' -> ['*']."""
+    topics: list[str] = []
+    for p in only_patterns(pattern):
+        topic = p.split("/", 1)[0] if "/" in p else "*"
+        if topic not in topics:
+            topics.append(topic)
+    return ["*"] if not topics or "*" in topics else topics
+
+
+def _import_file(module_name: str, path: Path) -> ModuleType:
+    """Import a Python file by path under `module_name` (kept in sys.modules)."""
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise SuiteError(f"{path}: cannot be imported")
@@ -113,6 +135,43 @@ def load_suite(topic_dir: Path) -> LoadedSuite:
     except Exception as exc:
         sys.modules.pop(module_name, None)
         raise SuiteError(f"{path}: import failed: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def suite_module(topic: str, near: str | Path) -> ModuleType:
+    """The module of `kernels/<topic>/suite.py`, for a suite that reuses its inputs,
+    references, work model and library candidates; `near` is the calling suite's
+    `__file__`. Imported once (the module the bench loaded, if it did).
+
+    Write the call with the topic as a literal, `suite_module("softmax", __file__)`:
+    the fingerprint finds the topics a suite uses by reading its source.
+    """
+    module_name = f"curriculum_suite_{topic}"
+    loaded = sys.modules.get(module_name)
+    if loaded is not None:
+        return loaded
+    path = Path(near).resolve().parent.parent / topic / "suite.py"
+    if not path.is_file():
+        raise SuiteError(f"{near}: uses topic {topic!r}, which has no {path}")
+    return _import_file(module_name, path)
+
+
+def import_python_version(version: Version) -> ModuleType:
+    """Import a `.py` version, fresh, under a name of its own (the harness calls this
+    where it would compile a `.cu` version; a Triton kernel compiles at its first launch,
+    which is a check, never a timed launch)."""
+    return _import_file(f"curriculum_version_{version.topic}_{version.stem}", version.path)
+
+
+def load_suite(topic_dir: Path) -> LoadedSuite:
+    """Import `suite.py` of a topic and check that it claims every version exactly once."""
+    path = topic_dir / "suite.py"
+    cu_files = sorted(topic_dir.glob("*.cu"))
+    if not path.is_file():
+        if cu_files:
+            raise SuiteError(f"{topic_dir}: has .cu files but no suite.py binding SUITE")
+        raise SuiteError(f"{topic_dir}: no suite.py")
+    module = _import_file(f"curriculum_suite_{topic_dir.name}", path)
     suite = getattr(module, "SUITE", None)
     if not isinstance(suite, Suite):
         raise SuiteError(f"{path}: no module-level SUITE = Suite(...)")
@@ -124,7 +183,13 @@ def load_suite(topic_dir: Path) -> LoadedSuite:
     for cu in cu_files:
         if not VERSION_FILE.match(cu.name):
             problems.append(f"{cu}: not named NN_name.cu (two digits, lower-case name)")
+    for py in sorted(topic_dir.glob("[0-9]*.py")):
+        if not PYTHON_VERSION_FILE.match(py.name):
+            problems.append(f"{py}: not named NN_name.py (two digits, lower-case name)")
     versions = discover_versions(topic_dir)
+    stems = [v.stem for v in versions]
+    for dup in sorted({s for s in stems if stems.count(s) > 1}):
+        problems.append(f"{topic_dir}: {dup}.cu and {dup}.py are one version twice")
     claims: dict[str, Benchmark] = {}
     names = [b.name for b in suite.benchmarks]
     for dup in sorted({n for n in names if names.count(n) > 1}):
@@ -163,7 +228,7 @@ def expects_refusal(topic_dir: Path) -> bool:
         return False
 
 
-def load_suites(root: Path, topic_glob: str = "*") -> list[LoadedSuite]:
+def load_suites(root: Path, topic_glob: str | Sequence[str] = "*") -> list[LoadedSuite]:
     """Every suite under kernels/ whose topic matches; all problems reported at once."""
     loaded, errors = [], []
     for topic_dir in topic_dirs(root, topic_glob):
@@ -212,8 +277,11 @@ def select_cases(
     small: bool = False,
     headline: bool = False,
 ) -> list[Case]:
-    """Filter by an --only glob on the case id, and optionally to one shape per version."""
-    chosen = [c for c in cases if only is None or fnmatch.fnmatchcase(c.id, only)]
+    """Filter by --only globs on the case id, and optionally to one shape per version."""
+    patterns = only_patterns(only)
+    chosen = [
+        c for c in cases if not patterns or any(fnmatch.fnmatchcase(c.id, p) for p in patterns)
+    ]
     if headline:
         chosen = [c for c in chosen if c.headline]
     if small:
