@@ -10,7 +10,7 @@ Two benchmarks:
 
 - `k_decodes` (00): the baseline, attention/04's single-token split-KV decode launched k times,
   draft token i's queries against a T-token cache: the cost of checking k tokens one at a time;
-- `verify` (01-02): the k x 4 query rows of each KV head against the cache of T + k positions
+- `verify` (01-03): the k x 4 query rows of each KV head against the cache of T + k positions
   (the drafts' K and V already appended), draft i masked past position T + i.
 
 Layouts: verify q and out are [B, Hq, k, D] (SDPA's [B, H, Sq, D], so the k x 4 rows of one KV
@@ -82,7 +82,7 @@ HKV = 8
 D = attention.HEAD_DIM
 GROUP = attention.GROUP  # query heads a KV head
 LOG2E = attention.LOG2E
-MAX_DRAFT = 8  # 01-02: shared memory and the partial-state rows are sized for 8 drafts
+MAX_DRAFT = 8  # 01: shared memory sized for 8 new tokens; 02-03: one 8-token masked step
 T_MULTIPLE = attention.DECODE_T_MULTIPLE
 THREADS = 256
 MERGE_THREADS = D // 2
@@ -154,15 +154,23 @@ def plan_verify(
     return VerifyPlan(-(-t // per), per, rows, blocks)
 
 
+# 02 and 03: (entry for at most 8 rows a KV head, entry for blocks of 16 rows)
+TENSOR_CORE_ENTRIES = {
+    "02_tensor_core": ("verify_mma8", "verify_mma16"),
+    "03_one_launch": ("verify_fused8", "verify_fused16"),
+}
+
+
 def plan_for(stem: str, k: int, t: int, sm_count: int) -> tuple[str, VerifyPlan]:
-    """The partial kernel's entry and its plan: 01 two CTAs an SM; 02 two for blocks of at
+    """The main kernel's entry and its plan: 01 two CTAs an SM; 02-03 two for blocks of at
     most 8 rows (k <= 2), one for blocks of 16, whose state needs 168 registers a thread."""
     if stem == "01_one_pass":
         return "verify_partial", plan_verify(k, t, sm_count)
-    if stem == "02_tensor_core":
+    if stem in TENSOR_CORE_ENTRIES:
+        small, large = TENSOR_CORE_ENTRIES[stem]
         if GROUP * k <= 8:
-            return "verify_mma8", plan_verify(k, t, sm_count, 8)
-        return "verify_mma16", plan_verify(k, t, sm_count, MMA_ROWS, ctas_per_sm=1)
+            return small, plan_verify(k, t, sm_count, 8)
+        return large, plan_verify(k, t, sm_count, MMA_ROWS, ctas_per_sm=1)
     raise KeyError(f"verify: no launch for {stem}")
 
 
@@ -283,8 +291,9 @@ def _launch_decodes(module: Any, version: Version, shape: Shape, arrays: Arrays)
 
 
 def _launch_verify(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
-    """01: one CTA a (range, KV head) for all 4k rows; 02: one a (row block, range, KV head).
-    Both write partial states; a second launch merges each row's ranges."""
+    """01: one CTA a (range, KV head) for all 4k rows; 02-03: one a (row block, range, KV
+    head). 01 and 02 write partial states and a second launch merges each row's ranges; in 03
+    the last CTA of each row block to finish merges them."""
     import numpy
 
     _require_fit(version, shape)
@@ -294,18 +303,21 @@ def _launch_verify(module: Any, version: Version, shape: Shape, arrays: Arrays) 
         grid: tuple[int, ...] = (plan.splits, HKV, B)
     else:
         grid = (plan.row_blocks, plan.splits, B * HKV)
-    part_m = attention._buffer("verify_m", plan.states)
-    part_l = attention._buffer("verify_l", plan.states)
-    part_acc = attention._buffer("verify_acc", plan.states * D)
-    kit.kernel(module, entry)(
-        grid, (THREADS,),
-        (arrays["q"], arrays["k"], arrays["v"], part_m, part_l, part_acc, numpy.int32(t),
-         numpy.int32(k), numpy.int32(plan.tokens_per_split), numpy.float32(LOG2E / math.sqrt(D))),
-    )  # fmt: skip
+    parts = (
+        attention._buffer("verify_m", plan.states),
+        attention._buffer("verify_l", plan.states),
+        attention._buffer("verify_acc", plan.states * D),
+    )
+    sizes = (numpy.int32(t), numpy.int32(k), numpy.int32(plan.tokens_per_split))
+    scale = numpy.float32(LOG2E / math.sqrt(D))
+    cache = (arrays["q"], arrays["k"], arrays["v"])
+    if version.stem == "03_one_launch":
+        kit.kernel(module, entry)(grid, (THREADS,), (*cache, *parts, arrays["out"], *sizes, scale))
+        return
+    kit.kernel(module, entry)(grid, (THREADS,), (*cache, *parts, *sizes, scale))
     kit.kernel(module, "verify_merge")(
-        (B * HQ * k,), (MERGE_THREADS,),
-        (part_m, part_l, part_acc, arrays["out"], numpy.int32(plan.splits)),
-    )  # fmt: skip
+        (B * HQ * k,), (MERGE_THREADS,), (*parts, arrays["out"], numpy.int32(plan.splits))
+    )
 
 
 # --- the library baselines: SDPA with the draft's mask, every backend ------------------------

@@ -21,11 +21,17 @@ from curriculum.bench.staleness import includes
 from curriculum.bench.suites import LoadedSuite, load_suite
 
 VERIFY = Path(__file__).resolve().parents[2] / "kernels" / "verify"
-EXPECTED = {"00_k_decodes": "k_decodes", "01_one_pass": "verify", "02_tensor_core": "verify"}
+EXPECTED = {
+    "00_k_decodes": "k_decodes",
+    "01_one_pass": "verify",
+    "02_tensor_core": "verify",
+    "03_one_launch": "verify",
+}
 ENTRIES = {
     "00_k_decodes": {"split_kv"},  # from attention/04, included
     "01_one_pass": {"verify_partial", "verify_merge"},
     "02_tensor_core": {"verify_mma8", "verify_mma16", "verify_merge"},
+    "03_one_launch": {"verify_fused8", "verify_fused16"},
 }
 
 
@@ -79,17 +85,18 @@ def test_work_model_at_the_headline(suite: ModuleType) -> None:
 def test_plan_is_one_wave_of_whole_steps(suite: ModuleType, sms: int) -> None:
     for t in (64, 192, 1024, 4096, 32768, 131072):
         for k in range(1, 9):
-            for stem in ("01_one_pass", "02_tensor_core"):
+            for stem in ("01_one_pass", "02_tensor_core", "03_one_launch"):
                 entry, p = suite.plan_for(stem, k, t, sms)
-                per_sm = 1 if entry == "verify_mma16" else 2
+                per_sm = 1 if entry.endswith("16") else 2
                 assert p.ctas <= max(per_sm * sms, 8 * p.row_blocks), (stem, k, t, p)
                 assert p.tokens_per_split % 64 == 0
                 assert (p.splits - 1) * p.tokens_per_split < t <= p.splits * p.tokens_per_split
                 assert p.rows == 4 * k
-                assert p.row_blocks == (1 if entry != "verify_mma16" else -(-4 * k // 16))
+                assert p.row_blocks == (-(-4 * k // 16) if entry.endswith("16") else 1)
                 assert entry == ("verify_partial" if stem == "01_one_pass" else entry)
     assert suite.plan_for("02_tensor_core", 2, 4096, 132)[0] == "verify_mma8"
     assert suite.plan_for("02_tensor_core", 3, 4096, 132)[0] == "verify_mma16"
+    assert suite.plan_for("03_one_launch", 8, 4096, 132)[0] == "verify_fused16"
     with pytest.raises(ValueError):
         suite.plan_verify(9, 4096, 132)
 
@@ -118,21 +125,22 @@ def test_header_states_idea_bound_and_constraints(loaded: LoadedSuite, stem: str
         source = attention.read_text(encoding="utf-8")
     else:
         assert "static_assert" in source
-        assert "constexpr int MAX_DRAFT = 8;" in source or stem == "02_tensor_core"
+        assert "constexpr int MAX_DRAFT = 8;" in source or stem != "01_one_pass"
     assert set(KERNEL_ENTRY.findall(source)) == ENTRIES[stem]
 
 
 def test_constants_match_the_launcher(loaded: LoadedSuite, suite: ModuleType) -> None:
-    for stem in ("01_one_pass", "02_tensor_core"):
+    for stem in ("01_one_pass", "02_tensor_core", "03_one_launch"):
         source = version_named(loaded, stem).source
         assert "constexpr int D = 128;" in source and "constexpr int G = 4;" in source
-        assert "constexpr int MERGE_THREADS = D / 2;" in source
+        assert ("constexpr int MERGE_THREADS = D / 2;" in source) == (stem != "03_one_launch")
         assert "constexpr int THREADS" in source
     assert (
         f"constexpr int MAX_DRAFT = {suite.MAX_DRAFT};"
         in version_named(loaded, "01_one_pass").source
     )
-    assert "constexpr int BLOCK_ROWS = 16;" in version_named(loaded, "02_tensor_core").source
+    for stem in ("02_tensor_core", "03_one_launch"):
+        assert "constexpr int BLOCK_ROWS = 16;" in version_named(loaded, stem).source
     assert suite.MMA_ROWS == 16 and suite.MERGE_THREADS == 64 and suite.THREADS == 256
 
 
@@ -261,18 +269,25 @@ def _words(row: np.ndarray, t: int) -> list[np.ndarray]:
     ]
 
 
+# The lines of 02 and 03 that the lane-by-lane model below stands for.
+STEP_LINES = (
+    "const int dim = 32 * (i / 2) + 8 * (g / 2) + 4 * (i % 2) + g % 2;",
+    "const int c_lo = 8 * b + 2 * tq, c_hi = c_lo + 1;",
+    "qa[2 * r][1] = hi.x;",
+    "qa[2 * r][2] = lo.y;",
+    "s[b][0] = (sa[2 * b] + sb[2 * b]) * scale_log2;",
+    "pb[b] = pack_bf16x2(p0, p1);",
+)
+
+
 def test_sixteen_row_step_computes_scores_and_pv(loaded: LoadedSuite) -> None:
     """Rows g in a0/a2 and g + 8 in a1/a3 of m16n8k16: the scores of all 16 rows, c0/c1 row g and
     c2/c3 row g + 8; each as the B fragment of its own m16n8k8 P V block; the write-back puts
     block b's columns 2t, 2t + 1 at rows 8 b + 2t, 8 b + 2t + 1."""
-    source = version_named(loaded, "02_tensor_core").source
-    for line in (
-        "const int dim = 32 * (i / 2) + 8 * (g / 2) + 4 * (i % 2) + g % 2;",
-        "const int c_lo = 8 * b + 2 * tq, c_hi = c_lo + 1;",
-        "qa[2 * r][1] = hi.x;",
-        "qa[2 * r][2] = lo.y;",
-    ):
-        assert line in source
+    for stem in ("02_tensor_core", "03_one_launch"):
+        source = version_named(loaded, stem).source
+        for line in STEP_LINES:
+            assert line in source, (stem, line)
     rng = np.random.default_rng(23)
     q, k, v = (rng.standard_normal((n, 128)) for n in (16, 8, 8))
     lanes = _lanes()
