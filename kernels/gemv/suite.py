@@ -6,7 +6,9 @@ One benchmark per weight format, since each reads different bytes:
 - `gemv_w4a16`: W as 4-bit integers, 8 to a 32-bit word, one bf16 scale per row and per
   group of 128 along K (`02_w4a16`), the words tiled in the order the kernel streams them
   (`tile_w4a16`: a quantised model is packed offline once, so the layout is free to choose);
-- `gemv_fp8`: W in FP8 E4M3, one fp32 scale a row (`03_fp8_e4m3`).
+- `gemv_fp8`: W in FP8 E4M3, one fp32 scale a row (`03_fp8_e4m3`);
+- `gemv_nvfp4`: W in NVFP4, E2M1 codes two to a byte with one E4M3 scale per 16 values and one
+  fp32 tensor scale (`04_nvfp4`), batch 1 only; the format is `curriculum.microscaling`'s.
 
 x and y are bf16 throughout (carried as uint16). Each work model counts the bytes of its own
 format (weights, scales, x once, y once); the floor is the same-run `read` ceiling, because
@@ -24,6 +26,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -79,6 +82,15 @@ FORMATS: dict[str, Format] = {
         wave_blocks_per_sm=7,  # 28 warps an SM at 72 registers (02's __launch_bounds__)
     ),
     "03_fp8_e4m3": Format(("w8", "scale"), 128),
+    # 02's batch-1 work layout and grid (a 16-row tile, four warps over K, two tiles a block first)
+    "04_nvfp4": Format(
+        ("wq", "scales", "tscale"),
+        1024,
+        rows_at_batch_1=16,
+        threads_at_batch_1=128,
+        doubles_per_sm=2,
+        wave_blocks_per_sm=7,
+    ),
 }
 
 
@@ -485,12 +497,73 @@ def toolkit_include() -> tuple[str, ...]:
     return ()
 
 
+# --- NVFP4 (04): the format's logic (rounding, codes, packing, decoding) is
+# curriculum.microscaling's, the one that computes the quantisation-error artifact; here only the
+# layouts 04 streams ---------------------------------------------------------------------------
+
+NVFP4_SHAPES = tuple(s for s in SHAPES if s["batch"] == 1)  # 04 instantiates batch 1 only
+
+
+def swizzle_nvfp4_scales(scale_codes: Any, xp: Any) -> Any:
+    """(N, K/16) E4M3 bytes -> (N, K/64) uint32 words in the order 04 loads them.
+
+    Within each stage of 256 values (16 scale bytes a row), the byte of block h of piece 4p + t
+    (stage-relative block 2 * (4p + t) + h) moves to byte 4t + 2p + h, so lane t's four are one
+    word: pieces 0 and 1 of the stage, two blocks each.
+    """
+    n, blocks = scale_codes.shape
+    s = scale_codes.astype(xp.uint8).reshape(n, blocks // 16, 2, 4, 2).transpose(0, 1, 3, 2, 4)
+    return xp.ascontiguousarray(s).reshape(n, blocks).view(xp.uint32)
+
+
+def unswizzle_nvfp4_scales(words: Any, xp: Any) -> Any:
+    """The inverse of `swizzle_nvfp4_scales` (also from the float64 upcast): (N, K/16) bytes."""
+    w = xp.ascontiguousarray(words.astype(xp.uint32))
+    n = w.shape[0]
+    s = w.view(xp.uint8).reshape(n, -1, 4, 2, 2).transpose(0, 1, 3, 2, 4)
+    return xp.ascontiguousarray(s).reshape(n, -1)
+
+
+def _inputs_nvfp4(shape: Shape, rng: Any) -> Arrays:
+    """Gaussian weights quantised by `microscaling.nvfp4_encode`, packed and tiled for 04."""
+    import cupy
+
+    from curriculum.microscaling import nvfp4_encode, pack_e2m1
+
+    w = rng.standard_normal((shape["n"], shape["k"]), dtype=np.float32)
+    codes, scale_codes, tensor_scale = nvfp4_encode(w, cupy)
+    del w
+    return {
+        "x": _x(shape, rng),
+        "wq": tile_w4a16(pack_e2m1(codes, cupy), cupy),
+        "scales": swizzle_nvfp4_scales(scale_codes, cupy),
+        "tscale": cupy.full((1,), tensor_scale, dtype=cupy.float32),
+    }
+
+
+def _weights_nvfp4(inputs: Arrays) -> Any:
+    """e2m1 x E4M3 block scale x tensor scale as float64, from the stored codes and bytes."""
+    import cupy
+
+    from curriculum.microscaling import nvfp4_decode, unpack_e2m1
+
+    codes = unpack_e2m1(untile_w4a16(inputs["wq"], cupy), cupy)
+    scale_codes = unswizzle_nvfp4_scales(inputs["scales"], cupy)
+    return nvfp4_decode(codes, scale_codes, float(inputs["tscale"][0]), cupy)
+
+
+def bytes_nvfp4(shape: Shape) -> float:
+    n, k = shape["n"], shape["k"]
+    return float(n * k // 2 + n * (k // 16) + 4 + _activation_bytes(shape))
+
+
 SUITE = Suite(
     topic="gemv",
     description=(
         "Decode GEMV y = x W^T, batch 1 to 16, the weights streamed once through the tensor "
         "cores: bf16 weights, then W4A16 (int4 with a bf16 scale per 128 values, dequantised "
-        "in registers), then FP8 E4M3 with a scale a row."
+        "in registers), then FP8 E4M3 with a scale a row, then NVFP4 (E2M1 with an E4M3 "
+        "scale per 16 values) at batch 1."
     ),
     benchmarks=[
         _benchmark(
@@ -523,6 +596,19 @@ SUITE = Suite(
             per_weight="1",
             baseline_decode=_weights_fp8,
             compile_options=toolkit_include(),
+        ),
+        replace(
+            _benchmark(
+                name="gemv_nvfp4",
+                match="*_nvfp4",
+                inputs=_inputs_nvfp4,
+                decode=_weights_nvfp4,
+                nbytes=bytes_nvfp4,
+                weights="NK/2 of E2M1 codes + NK/16 E4M3 block scales + 4 B of tensor scale",
+                per_weight="0.56",
+                baseline_decode=_weights_nvfp4,
+            ),
+            shapes=NVFP4_SHAPES,
         ),
     ],
 )

@@ -36,46 +36,133 @@ BITS = {  # bits per weight including scales, for a 4096 x 4096 matrix
 }
 
 
-def round_float(v: Any, mbits: int, emin: int, vmax: float) -> Any:
+def _np() -> Any:
+    import numpy as np
+
+    return np
+
+
+def round_float(v: Any, mbits: int, emin: int, vmax: float, xp: Any = None) -> Any:
     """Round to the nearest value of a float format (ties to even), saturating at +-vmax.
 
     `mbits` mantissa bits, `emin` the smallest normal exponent; below 2^emin the step is the
-    subnormal one, 2^(emin - mbits).
+    subnormal one, 2^(emin - mbits). `xp` is the array module (numpy, the default, or cupy).
     """
-    import numpy as np
-
-    a = np.abs(v)
-    e = np.floor(np.log2(np.where(a > 0, a, 1.0)))
-    e = np.maximum(e, emin)
-    step = np.exp2(e - mbits)
-    q = np.round(a / step) * step
-    return np.sign(v) * np.minimum(q, vmax)
-
-
-def e2m1(v: Any) -> Any:
-    return round_float(v, 1, 0, E2M1_MAX)
+    xp = xp or _np()
+    a = xp.abs(v)
+    e = xp.floor(xp.log2(xp.where(a > 0, a, 1.0)))
+    e = xp.maximum(e, emin)
+    step = xp.exp2(e - mbits)
+    q = xp.round(a / step) * step
+    return xp.sign(v) * xp.minimum(q, vmax)
 
 
-def e4m3(v: Any) -> Any:
-    return round_float(v, 3, -6, E4M3_MAX)
+def e2m1(v: Any, xp: Any = None) -> Any:
+    return round_float(v, 1, 0, E2M1_MAX, xp)
 
 
-def bf16(v: Any) -> Any:
-    return round_float(v, 7, -126, 3.0e38)
+def e4m3(v: Any, xp: Any = None) -> Any:
+    return round_float(v, 3, -6, E4M3_MAX, xp)
+
+
+def bf16(v: Any, xp: Any = None) -> Any:
+    return round_float(v, 7, -126, 3.0e38, xp)
 
 
 def _blocks(w: Any, size: int) -> Any:
     return w.reshape(w.shape[0], w.shape[1] // size, size)
 
 
-def nvfp4(w: Any) -> Any:
-    import numpy as np
+# --- NVFP4 as stored: codes, scale bytes, tensor scale (shared with the FP4 GEMV, gemv/04) ------
 
-    t = np.abs(w).max() / (E2M1_MAX * E4M3_MAX)  # the per-tensor FP32 scale
-    b = _blocks(w, 16)
-    s = e4m3(np.abs(b).max(axis=2, keepdims=True) / E2M1_MAX / t) * t
-    s = np.where(s > 0, s, 1.0)
-    return (e2m1(b / s) * s).reshape(w.shape)
+E2M1_LEVELS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)  # magnitude of E2M1 codes 0..7
+NVFP4_BLOCK = 16
+
+
+def e2m1_values() -> Any:
+    """float64 value of each of the 16 E2M1 codes: bit 3 the sign, bits 0-2 index E2M1_LEVELS."""
+    np = _np()
+    levels = np.array(E2M1_LEVELS)
+    return np.concatenate([levels, -levels])
+
+
+def e4m3_values() -> Any:
+    """float64 value of every E4M3 byte (sign, 4 exponent bits of bias 7, 3 mantissa bits);
+    0x7F and 0xFF are NaN, so the largest value is 448."""
+    np = _np()
+    codes = np.arange(256)
+    exponent = (codes >> 3) & 0xF
+    mantissa = (codes & 7).astype(np.float64)
+    magnitude = np.where(
+        exponent == 0,
+        mantissa / 8.0 * 2.0**-6,
+        (1.0 + mantissa / 8.0) * np.exp2(exponent.astype(np.float64) - 7.0),
+    )
+    values = np.where(codes & 0x80, -magnitude, magnitude)
+    values[[0x7F, 0xFF]] = np.nan
+    return values
+
+
+def nvfp4_encode(w: Any, xp: Any = None) -> tuple[Any, Any, float]:
+    """(N, K) weights, K a multiple of 16 -> what NVFP4 stores.
+
+    Returns (codes, scale_codes, tensor_scale): E2M1 codes 0..15 (uint8, N x K), the E4M3 byte
+    of each block of 16 along K (uint8, N x K/16) and the FP32 tensor scale
+    t = amax / (6 x 448), rounded to float32. A block's scale is its amax / 6 / t rounded to
+    E4M3; each weight's code is the E2M1 value nearest w / (scale x t). A block whose scale
+    rounds to 0 stores codes 0.
+    """
+    xp = xp or _np()
+    np = _np()
+    t = float(np.float32(float(xp.abs(w).max()) / (E2M1_MAX * E4M3_MAX)))
+    t = t if t > 0 else 1.0
+    b = _blocks(w, NVFP4_BLOCK)
+    s = e4m3(xp.abs(b).max(axis=2, keepdims=True) / E2M1_MAX / t, xp)
+    q = e2m1(b / xp.where(s > 0, s * t, 1.0), xp) * (s > 0)
+    levels = xp.asarray(np.array(E2M1_LEVELS, dtype=q.dtype))
+    codes = xp.searchsorted(levels, xp.abs(q)).astype(xp.uint8) | ((q < 0).astype(xp.uint8) << 3)
+    positive = xp.asarray(e4m3_values()[:0x7F].astype(s.dtype))  # codes 0..126, ascending
+    scale_codes = xp.searchsorted(positive, s[..., 0]).astype(xp.uint8)
+    return codes.reshape(w.shape), scale_codes, t
+
+
+def nvfp4_decode(codes: Any, scale_codes: Any, tensor_scale: float, xp: Any = None) -> Any:
+    """float64 weights from what `nvfp4_encode` stores (codes and scale bytes as any integers,
+    or their float64 upcast)."""
+    xp = xp or _np()
+    e2 = xp.asarray(e2m1_values())[codes.astype(xp.int64)]
+    s = xp.asarray(e4m3_values())[scale_codes.astype(xp.int64)]
+    n, k = e2.shape
+    return (e2.reshape(n, k // NVFP4_BLOCK, NVFP4_BLOCK) * s[:, :, None] * tensor_scale).reshape(
+        n, k
+    )
+
+
+def pack_e2m1(codes: Any, xp: Any = None) -> Any:
+    """(N, K) codes 0..15 -> (N, K/8) uint32 words, two codes a byte, the even one in the low
+    nibble: word i holds values 8i..8i+7, value 8i + j in bits 4j..4j+3 (little-endian bytes)."""
+    xp = xp or _np()
+    c = codes.astype(xp.uint32).reshape(codes.shape[0], -1, 8)
+    word = xp.zeros(c.shape[:-1], dtype=xp.uint32)
+    for j in range(8):
+        word |= c[..., j] << (4 * j)
+    return word
+
+
+def unpack_e2m1(words: Any, xp: Any = None) -> Any:
+    """The inverse of `pack_e2m1`: (N, K/8) words -> (N, K) uint8 codes."""
+    xp = xp or _np()
+    w = words.astype(xp.uint32)
+    out = xp.empty((*w.shape, 8), dtype=xp.uint8)
+    for j in range(8):
+        out[..., j] = (w >> (4 * j)) & 0xF
+    return out.reshape(w.shape[0], -1)
+
+
+def nvfp4(w: Any) -> Any:
+    """NVFP4 quantise-dequantise: the values `nvfp4_encode` stores, decoded."""
+    codes, scale_codes, t = nvfp4_encode(w)
+    return nvfp4_decode(codes, scale_codes, t)
 
 
 def mxfp4(w: Any) -> Any:
@@ -117,8 +204,10 @@ def matrices(seed: int = SEED, shape: tuple[int, int] = SHAPE) -> dict[str, Any]
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    return {"gaussian": rng.standard_normal(shape),
-            "heavy-tailed (Student t, 3 dof)": rng.standard_t(3, size=shape)}
+    return {
+        "gaussian": rng.standard_normal(shape),
+        "heavy-tailed (Student t, 3 dof)": rng.standard_t(3, size=shape),
+    }
 
 
 def errors(seed: int = SEED, shape: tuple[int, int] = SHAPE) -> list[dict[str, Any]]:
@@ -132,9 +221,15 @@ def errors(seed: int = SEED, shape: tuple[int, int] = SHAPE) -> list[dict[str, A
         y = w @ x
         for fname, quantise in FORMATS.items():
             q = quantise(w)
-            rows.append({"matrix": mname, "format": fname, "bits": BITS[fname],
-                         "rel_err_w": float(np.linalg.norm(q - w) / np.linalg.norm(w)),
-                         "rel_err_y": float(np.linalg.norm(q @ x - y) / np.linalg.norm(y))})
+            rows.append(
+                {
+                    "matrix": mname,
+                    "format": fname,
+                    "bits": BITS[fname],
+                    "rel_err_w": float(np.linalg.norm(q - w) / np.linalg.norm(w)),
+                    "rel_err_y": float(np.linalg.norm(q @ x - y) / np.linalg.norm(y)),
+                }
+            )
     return rows
 
 
@@ -146,8 +241,10 @@ def table(rows: list[dict[str, Any]]) -> str:
         out.append(f"  {'format':<{width}}  bits/weight  rel. err. of W  rel. err. of y = W x")
         for r in rows:
             if r["matrix"] == mname:
-                out.append(f"  {r['format']:<{width}}  {r['bits']:11.3f}  {r['rel_err_w']:14.2e}"
-                           f"  {r['rel_err_y']:20.2e}")
+                out.append(
+                    f"  {r['format']:<{width}}  {r['bits']:11.3f}  {r['rel_err_w']:14.2e}"
+                    f"  {r['rel_err_y']:20.2e}"
+                )
         out.append("")
     return "\n".join(out)
 
@@ -155,7 +252,11 @@ def table(rows: list[dict[str, Any]]) -> str:
 def write_quant_error(root: Path, out: Path | None = None) -> Path:
     import numpy as np
 
-    folder = (out / "microscaling") if out is not None else root / "kernels" / "microscaling" / "artifacts"
+    folder = (
+        (out / "microscaling")
+        if out is not None
+        else root / "kernels" / "microscaling" / "artifacts"
+    )
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "01_quant_error.txt"
     date = datetime.now(UTC).strftime("%Y-%m-%d")

@@ -20,7 +20,13 @@ from conftest import KERNEL_ENTRY, version_named
 from curriculum.bench.suites import LoadedSuite, load_suite, plan_cases
 
 GEMV = Path(__file__).resolve().parents[2] / "kernels" / "gemv"
-EXPECTED = {"01_bf16": "gemv_bf16", "02_w4a16": "gemv_w4a16", "03_fp8_e4m3": "gemv_fp8"}
+EXPECTED = {
+    "01_bf16": "gemv_bf16",
+    "02_w4a16": "gemv_w4a16",
+    "03_fp8_e4m3": "gemv_fp8",
+    "04_nvfp4": "gemv_nvfp4",
+}
+BATCH_1_ONLY = {"gemv_nvfp4"}  # benchmarks that sweep batch 1 alone
 HEADLINE = {"batch": 1, "k": 8192, "n": 28672}
 H200_SMS = 132
 
@@ -47,18 +53,20 @@ def test_shapes_sweep_batches_and_stay_past_the_l2(loaded: LoadedSuite) -> None:
     for bench in loaded.suite.benchmarks:
         assert dict(bench.headline) == HEADLINE
         shapes = [dict(s) for s in bench.shapes]
-        assert {s["batch"] for s in shapes if s["k"] == 8192} == {1, 4, 16}
+        batches = {1} if bench.name in BATCH_1_ONLY else {1, 4, 16}
+        assert {s["batch"] for s in shapes if s["k"] == 8192} == batches
         assert any(s["k"] < 8192 and s["n"] < 28672 for s in shapes)
         for s in shapes:
             assert s["n"] * s["k"] // 2 >= 25 << 20  # even int4 weights are half an L2 or more
-    assert len(plan_cases([loaded])) == 3 * 4
+    assert len(plan_cases([loaded])) == 3 * 4 + 2 * len(BATCH_1_ONLY)
 
 
 @pytest.mark.parametrize("stem", sorted(EXPECTED))
 def test_every_shape_has_a_valid_launch(loaded: LoadedSuite, suite: ModuleType, stem: str) -> None:
     version = version_named(loaded, stem)
     entries = set(KERNEL_ENTRY.findall(version.source))
-    assert entries == {f"{version.name}_b{b}" for b in suite.BATCHES}
+    batches = {s["batch"] for s in loaded.claims[stem].shapes}
+    assert entries == {f"{version.name}_b{b}" for b in batches} and batches <= set(suite.BATCHES)
     for shape in loaded.claims[stem].shapes:
         entry, blocks, threads = suite.plan(version, shape, H200_SMS)
         assert entry in entries
@@ -170,8 +178,8 @@ def test_compiles_for_sm90_without_spills(stem: str) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "warning" not in proc.stderr.lower(), proc.stderr
     spills = re.findall(r"(\d+) bytes (?:stack frame|spill stores|spill loads)", proc.stderr)
-    assert len(spills) == 9 and all(n == "0" for n in spills), proc.stderr
     registers = [int(r) for r in re.findall(r"Used (\d+) registers", proc.stderr)]
+    assert len(spills) == 3 * len(registers) and all(n == "0" for n in spills), proc.stderr
     assert registers and max(registers) <= 128  # 7 blocks of 2 warps an SM
 
 
