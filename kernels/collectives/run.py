@@ -31,6 +31,7 @@ Without torch or a GPU it says why in one line and exits 2.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import socket
@@ -43,9 +44,21 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
-import model  # noqa: E402  (a plain module beside this file, no package)
+
+def _load_model():
+    """model.py beside this file, under a name no other module on sys.path can shadow."""
+    name = "kernels_collectives_model"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, HERE / "model.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
+
+
+model = _load_model()
 
 ROOT = HERE.parent.parent
 SEED = 20261203

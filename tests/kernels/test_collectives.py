@@ -17,12 +17,14 @@ HERE = ROOT / "kernels" / "collectives"
 
 
 def _load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"collectives_{name}", HERE / f"{name}.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    full = f"kernels_collectives_{name}"  # the name run.py and chart.py load model.py under
+    if full not in sys.modules:
+        spec = importlib.util.spec_from_file_location(full, HERE / f"{name}.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[full] = mod
+        spec.loader.exec_module(mod)
+    return sys.modules[full]
 
 
 m = _load("model")
@@ -245,3 +247,44 @@ def test_runner_without_torch_says_why_and_exits_2(capsys: pytest.CaptureFixture
     assert run.main(["--world", "1"]) == 2
     assert "PyTorch is not installed" in capsys.readouterr().err
     assert run.main(["--min-bytes", "1000"]) == 2
+
+
+def _write(root: Path, doc: dict[str, Any]) -> None:
+    folder = root / "kernels" / "collectives" / "results"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{doc['kind']}.json").write_text(json.dumps(doc), encoding="utf-8")
+
+
+def test_chart_reads_every_results_file_and_draws_busbw(tmp_path: Path) -> None:
+    chart = _load("chart")
+    assert chart.load(tmp_path) == []
+    empty_hash = chart.data_hash(tmp_path)
+    for n in (8, 2, 1):
+        _write(tmp_path, _doc(n))
+    docs = chart.load(tmp_path)
+    assert [d.provenance.world for d in docs] == [1, 2, 8]
+    assert chart.data_hash(tmp_path) != empty_hash
+    pts = chart.series(docs[2], "all_reduce")
+    assert [b for b, _ in pts] == [1024, 1 << 28]
+    assert pts[1][1] == pytest.approx(
+        m.busbw_gbps("all_reduce", 8, 1 << 28, (10.0 + 2684.35456) * 1e-6)
+    )
+    with pytest.raises(ValueError):
+        chart.series(docs[2], "broadcast")
+    svg = chart.render_svg(docs, "all_gather")
+    assert svg.startswith("<?xml") and "<svg" in svg
+    assert svg == chart.render_svg(docs, "all_gather")  # deterministic
+    assert "8 GPUs" in svg and "2 GPUs" in svg and "1 GPUs" not in svg  # one GPU moves nothing
+
+
+def test_chart_refuses_a_bad_file_and_draws_nothing_from_one_gpu(tmp_path: Path) -> None:
+    chart = _load("chart")
+    _write(tmp_path, _doc(1))
+    with pytest.raises(ValueError, match="more than one GPU"):
+        chart.render_svg(chart.load(tmp_path))
+    assert chart.main(["--root", str(tmp_path), "--out", str(tmp_path / "c.svg")]) == 1
+    bad = _doc(2)
+    bad["provenance"]["env"] = {}
+    _write(tmp_path, bad)
+    with pytest.raises(ValueError, match="nvidia-h200-x2.json"):
+        chart.load(tmp_path)
