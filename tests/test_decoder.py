@@ -204,3 +204,68 @@ def test_without_a_gpu_one_line_and_exit_2(capsys, monkeypatch):
     assert D.main([]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cupy is not installed" in err
+
+
+# --- charts and the figures as pages resolve them ----------------------------------------------
+
+
+def test_breakdown_and_throughput_charts_draw_deterministic_svg(tmp_path):
+    from curriculum.charts import ChartSpec, chart_inputs_hash, render_chart
+
+    root = write(tmp_path, sample_data())
+    bd = ChartSpec(kind="breakdown", topic="decoder", segment="decode_b1", alt="where time goes")
+    svg = render_chart(bd, None, root)  # type: ignore[arg-type]
+    assert svg.startswith("<?xml") and svg == render_chart(bd, None, root)  # type: ignore[arg-type]
+    assert "GEMV (gemv/01 bf16)" in svg and "91%" in svg
+    tp = ChartSpec(kind="throughput", topic="decoder", alt="tokens a second")
+    svg = render_chart(tp, None, root)  # type: ignore[arg-type]
+    assert "torch.compile" in svg and "decode, batch 16" in svg
+    before = chart_inputs_hash(tp, None, root)  # type: ignore[arg-type]
+    data = sample_data()
+    data["timing"]["decode"]["1"]["ours_graph"] = _stat(200.0)
+    (root / "kernels" / "decoder" / D.DATA_FILE).write_text(json.dumps(data), encoding="utf-8")
+    assert chart_inputs_hash(tp, None, root) != before  # type: ignore[arg-type]
+
+
+def test_breakdown_chart_needs_a_step_it_has(tmp_path):
+    from pydantic import ValidationError
+
+    from curriculum.charts import ChartSpec, render_chart
+
+    with pytest.raises(ValidationError, match="needs segment"):
+        ChartSpec(kind="breakdown", topic="decoder", alt="b")
+    with pytest.raises(ValidationError, match="timeline only"):
+        ChartSpec(kind="throughput", topic="decoder", segment="prefill", alt="t")
+    root = write(tmp_path, sample_data())
+    with pytest.raises(ValueError, match="no breakdown 'prefill'.*decode_b1"):
+        render_chart(
+            ChartSpec(kind="breakdown", topic="decoder", segment="prefill", alt="b"), None, root
+        )  # type: ignore[arg-type]
+
+
+def test_throughput_rows():
+    rows = dict(D.throughput_rows(sample_data()))
+    assert rows["prefill, 2048 tokens"]["ours_graph"] == pytest.approx(2048 / 4800e-6)
+    assert rows["decode, batch 16"]["torch_eager"] == pytest.approx(16 / 1500e-6)
+    assert "torch_graph" not in rows["prefill, 2048 tokens"]
+
+
+def test_check_resolves_decoder_figures(tmp_path):
+    from curriculum.errors import Diagnostics, Loc
+    from curriculum.measure import Measurements, _check_figure
+
+    root = write(tmp_path, sample_data())
+    m = Measurements(root=root, primary="nvidia-h200")
+    diags = Diagnostics()
+    for case, field, shape in (
+        ("decoder/decode_ours_graph", "tokens_per_s", "batch=1"),
+        ("decoder/decode_ours_graph", "tokens_per_sec", "batch=1"),
+        ("decoder/decode_ours_graph", "us", "batch=2"),
+    ):
+        ref = {"case": case, "field": field, "shape": shape, "gpu": None}
+        _check_figure(m, ref, Loc("c.md", 1, 1), "capsule 'c'", set(), diags)
+    codes = [(d.severity, d.code) for d in diags.sorted()]
+    assert codes.count(("error", "figure.unknown-field")) == 1
+    assert ("warning", "figure.missing") in codes and len(codes) == 2
+    fig = m.figure({"case": "decoder/decode_ours_graph", "field": "us", "shape": "batch=1"})
+    assert fig.text == "301 µs" and not fig.missing

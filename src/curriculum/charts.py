@@ -15,6 +15,10 @@ Three kinds:
 - `timeline` and `steps`: a decode step's kernels on a time axis, and its step
   time eager against graph replay, from `curriculum trace` data (topic
   `traces`; see `timeline`).
+- `breakdown` and `throughput`: where one profiled step of the capstone decoder
+  spends its kernel time (`segment: prefill`, `decode_b1`, ...), and tokens a
+  second of every implementation, from `python -m curriculum.decoder` data
+  (topic `decoder`; see `decoder`).
 
 The same spec and results give byte-identical SVG: Matplotlib's defaults (no
 user style), a fixed figure size, a fixed hash salt for element ids, text
@@ -40,7 +44,8 @@ from curriculum.results import CaseResult, ResultsFile
 
 CHART_FORMAT = 2  # bump when the drawing code changes, to invalidate cached charts
 
-ChartKind = Literal["ladder", "roofline", "sweep", "timeline", "steps"]
+ChartKind = Literal["ladder", "roofline", "sweep", "timeline", "steps", "breakdown", "throughput"]
+DECODER_KINDS = ("breakdown", "throughput")  # drawn from decoder data, not from results
 
 
 def _library(attr: str, scale: float = 1.0) -> Callable[[CaseResult], float | None]:
@@ -105,7 +110,9 @@ class ChartSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: ChartKind = Field(description="ladder, roofline, sweep, timeline or steps.")
+    kind: ChartKind = Field(
+        description="ladder, roofline, sweep, timeline, steps, breakdown or throughput."
+    )
     topic: str = Field(description="Folder under kernels/, e.g. 'memory'.")
     benchmark: str | None = Field(
         default=None, description="One benchmark of the topic, e.g. 'copy'; all when omitted."
@@ -129,7 +136,9 @@ class ChartSpec(BaseModel):
         "unit (e.g. {'L2 50 MiB': 51200} on a kib axis).",
     )
     segment: str | None = Field(
-        default=None, description="Timeline only: the traced segment to draw, e.g. 'eager_b1'."
+        default=None,
+        description="Timeline: the traced segment to draw, e.g. 'eager_b1'; breakdown: the "
+        "profiled step, e.g. 'decode_b1' or 'prefill'.",
     )
     window: tuple[float, float] | None = Field(
         default=None, description="Timeline only: the time range drawn, in µs from the "
@@ -138,10 +147,14 @@ class ChartSpec(BaseModel):
 
     @model_validator(mode="after")
     def _trace_options(self) -> ChartSpec:
-        if self.kind != "timeline" and (self.segment or self.window):
-            raise ValueError("segment and window apply to kind: timeline only")
+        if self.kind not in ("timeline", "breakdown") and self.segment:
+            raise ValueError("segment applies to kinds breakdown and timeline only")
+        if self.kind != "timeline" and self.window:
+            raise ValueError("window applies to kind: timeline only")
         if self.kind == "timeline" and not self.segment:
             raise ValueError("a timeline needs segment: the traced segment to draw")
+        if self.kind == "breakdown" and not self.segment:
+            raise ValueError("a breakdown needs segment: the profiled step, e.g. decode_b1")
         if self.window and self.window[1] <= self.window[0]:
             raise ValueError("window must be [from, to] with from < to")
         return self
@@ -208,6 +221,13 @@ def chart_inputs_hash(
     Pass `sources_root` when the chart is rendered with it (a ladder shows
     versions not yet measured).
     """
+    if spec.kind in DECODER_KINDS:  # drawn from decoder data, not from results
+        from curriculum import decoder
+
+        text = json.dumps({"format": CHART_FORMAT, "matplotlib": _matplotlib_version(),
+                           "spec": spec.model_dump(mode="json"),
+                           "decoder": decoder.data_hash(sources_root)}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
     if spec.kind in ("timeline", "steps"):  # drawn from trace data, not from results
         from curriculum.timeline import data_hash
 
@@ -244,6 +264,10 @@ def render_chart(spec: ChartSpec, results: ResultsFile, sources_root: Path) -> s
         from curriculum import timeline
 
         trace, cases = timeline.load(sources_root, spec.topic), []
+    elif spec.kind in DECODER_KINDS:
+        from curriculum import decoder
+
+        trace, cases = decoder.load(sources_root), []
     else:
         cases = _topic_cases(spec, results)
     import matplotlib
@@ -258,6 +282,10 @@ def render_chart(spec: ChartSpec, results: ResultsFile, sources_root: Path) -> s
             timeline.draw_timeline(ax, trace, spec.segment or "", spec.window)
         elif spec.kind == "steps":
             timeline.draw_steps(ax, trace)
+        elif spec.kind == "breakdown":
+            decoder.draw_breakdown(ax, trace, spec.segment or "")
+        elif spec.kind == "throughput":
+            decoder.draw_throughput(ax, trace)
         elif spec.kind == "ladder":
             _ladder(ax, spec, cases, _source_stems(sources_root, spec.topic))
         elif spec.kind == "roofline":

@@ -653,6 +653,147 @@ def config_dict(cfg: Config) -> dict[str, Any]:
     return out
 
 
+# --- drawing (chart kinds `breakdown` and `throughput`, see charts) -----------------------------
+
+KIND_COLOURS = {
+    "gemm": "#3b6ea8",
+    "gemv": "#3b6ea8",
+    "flash": "#7d62a8",
+    "split_kv": "#7d62a8",
+    "rmsnorm": "#4f9a5b",
+    "swiglu": "#d9822b",
+    "glue": "#9aa5b1",
+    "other": "#8c6d4f",
+}
+IMPL_COLOURS = {
+    "ours_eager": "#9fc0e0",
+    "ours_graph": "#3b6ea8",
+    "torch_eager": "#e3b58a",
+    "torch_graph": "#d9822b",
+    "torch_compile": "#b8483e",
+}
+
+
+def breakdown_rows(data: dict[str, Any], key: str) -> list[tuple[str, str, float, float, int]]:
+    """(kind, label, µs, % of kernel time, kernels) of one profiled step, largest first."""
+    bd = data.get("breakdown", {}).get(key)
+    if not isinstance(bd, dict) or not bd.get("kinds"):
+        have = ", ".join(sorted(data.get("breakdown", {}))) or "none"
+        raise ValueError(f"the decoder data has no breakdown {key!r} (have: {have})")
+    rows = [
+        (k, KIND_LABELS.get(k, k), float(v["us"]), float(v["pct"]), int(v["count"]))
+        for k, v in bd["kinds"].items()
+    ]
+    return sorted(rows, key=lambda r: (-r[2], r[0]))
+
+
+def throughput_rows(data: dict[str, Any]) -> list[tuple[str, dict[str, float]]]:
+    """(group label, tokens/s by implementation) for the prefill and each decode batch."""
+    out = []
+    prompt = data["config"]["prompt"]
+    pre = {
+        impl: prompt / (row["median_us"] * 1e-6)
+        for impl, row in data["timing"].get("prefill", {}).items()
+        if isinstance(row, dict) and row.get("median_us")
+    }
+    out.append((f"prefill, {prompt} tokens", pre))
+    for batch in sorted(data["timing"].get("decode", {}), key=int):
+        rows = data["timing"]["decode"][batch]
+        out.append(
+            (
+                f"decode, batch {batch}",
+                {
+                    impl: int(batch) / (row["median_us"] * 1e-6)
+                    for impl, row in rows.items()
+                    if isinstance(row, dict) and row.get("median_us")
+                },
+            )
+        )
+    return out
+
+
+def _gpu(data: dict[str, Any]) -> str:
+    return str(data.get("provenance", {}).get("gpu_name", "unknown GPU"))
+
+
+def draw_breakdown(ax: Any, data: dict[str, Any], key: str) -> None:
+    rows = breakdown_rows(data, key)
+    bd = data["breakdown"][key]
+    ys = list(range(len(rows)))[::-1]
+    top = max(r[2] for r in rows) or 1.0
+    ax.barh(
+        ys,
+        [r[2] for r in rows],
+        color=[KIND_COLOURS.get(r[0], "#8c6d4f") for r in rows],
+        height=0.62,
+    )
+    for y, (_, _, us, pct, count) in zip(ys, rows, strict=True):
+        ax.text(
+            us + top * 0.01,
+            y,
+            f"{format_number('us', us)}  ({pct:.0f}%, {count} launches)",
+            va="center",
+            ha="left",
+            fontsize=7.5,
+        )
+    ax.set_yticks(ys, [r[1] for r in rows], fontsize=8)
+    ax.set_xlim(0, top * 1.45)
+    ax.set_xlabel("summed kernel time in one step (µs)")
+    ax.grid(axis="y", visible=False)
+    ax.set_title(
+        f"{bd.get('what', key)}\n{bd['kernels']} kernels, "
+        f"{format_number('us', bd['kernel_us'])} of kernel time ({_gpu(data)})",
+        loc="left",
+        fontsize=8.5,
+    )
+
+
+def draw_throughput(ax: Any, data: dict[str, Any]) -> None:
+    groups = throughput_rows(data)
+    if not any(v for _, v in groups):
+        raise ValueError("the decoder data has no timings")
+    width = 0.8 / len(IMPLS)
+    seen = set()
+    for gi, (_, values) in enumerate(groups):
+        for ii, impl in enumerate(IMPLS):
+            if impl not in values:
+                continue
+            x = gi - 0.4 + width * (ii + 0.5)
+            v = values[impl]
+            ax.bar(
+                x,
+                v,
+                width=width * 0.92,
+                color=IMPL_COLOURS[impl],
+                label=IMPL_LABELS[impl] if impl not in seen else None,
+            )
+            seen.add(impl)
+            ax.text(
+                x,
+                v * 1.08,
+                f"{v / 1000:.3g}k" if v >= 1000 else f"{v:.0f}",
+                ha="center",
+                va="bottom",
+                fontsize=6,
+                rotation=90,
+            )
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(groups)), [g for g, _ in groups], fontsize=8)
+    ax.set_ylabel("tokens per second (log scale)")
+    ax.grid(axis="x", visible=False)
+    lo = min(v for _, vals in groups for v in vals.values())
+    hi = max(v for _, vals in groups for v in vals.values())
+    ax.set_ylim(lo / 2, hi * 6)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncols=3, frameon=False)
+    cfg = data.get("config", {})
+    ax.set_title(
+        f"{cfg.get('layers', '?')}-layer decoder, hidden {cfg.get('hidden', '?')}, "
+        f"context {cfg.get('context', '?')}: ours against PyTorch ({_gpu(data)})",
+        loc="left",
+        fontsize=9,
+    )
+
+
 # --- command -------------------------------------------------------------------------------
 
 

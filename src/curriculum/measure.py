@@ -130,6 +130,8 @@ class Measurements:
         case_id, field_name = ref["case"], ref["field"]
         if case_id.startswith("traces/"):  # `curriculum trace` data, see timeline
             return _trace_figure(self.root, case_id, field_name, ref.get("shape"))
+        if case_id.startswith("decoder/"):  # `python -m curriculum.decoder` data, see decoder
+            return _decoder_figure(self.root, case_id, field_name, ref.get("shape"))
         results = self.results.get(gpu)
         placeholder = Figure("[not measured]", None, f"{case_id} has no result on {gpu} yet",
                              missing=True)
@@ -214,6 +216,16 @@ def _trace_figure(root: Path, case_id: str, field_name: str, shape: str | None) 
         text, value, prov = figure(root, case_id, field_name, shape)
     except ValueError as exc:
         return Figure("[not traced]", None, str(exc), missing=True)
+    return Figure(text, value, prov)
+
+
+def _decoder_figure(root: Path, case_id: str, field_name: str, shape: str | None) -> Figure:
+    from curriculum.decoder import figure
+
+    try:
+        text, value, prov = figure(root, case_id, field_name, shape)
+    except ValueError as exc:
+        return Figure("[not measured]", None, str(exc), missing=True)
     return Figure(text, value, prov)
 
 
@@ -372,6 +384,19 @@ def _check_figure(m: Measurements, ref: dict[str, Any], loc: Loc, page: str,
         elif (fig := m.figure(ref)).missing:
             diags.warning(loc, "figure.missing", f"{page} cites {cite}: {fig.provenance}",
                           "run `curriculum trace` on a GPU")
+        return
+    if case_id.startswith("decoder/"):
+        from curriculum.decoder import fields_for
+
+        fields = fields_for(case_id.split("/", 1)[1])
+        if field_name not in fields:
+            diags.error(loc, "figure.unknown-field", f"{case_id} has no field '{field_name}'",
+                        did_you_mean(field_name, fields) if fields else
+                        "keys: prefill_<impl>, decode_<impl>, check_<name>, breakdown_<step>, "
+                        "floor, model")
+        elif (fig := m.figure(ref)).missing:
+            diags.warning(loc, "figure.missing", f"{page} cites {cite}: {fig.provenance}",
+                          "run `python -m curriculum.decoder` on a GPU")
         return
     if case_id.startswith("ceiling/"):
         if field_name not in CEILING_FIELDS:
