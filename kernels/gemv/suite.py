@@ -82,6 +82,16 @@ FORMATS: dict[str, Format] = {
         wave_blocks_per_sm=7,  # 28 warps an SM at 72 registers (02's __launch_bounds__)
     ),
     "03_fp8_e4m3": Format(("w8", "scale"), 128),
+    # 02 and 03 with an L2 prefetch ahead of the ring (06 also widens E4M3 with integer operations)
+    "05_prefetch_w4a16": Format(
+        ("wq", "scales"),
+        1024,
+        rows_at_batch_1=16,
+        threads_at_batch_1=128,
+        doubles_per_sm=2,
+        wave_blocks_per_sm=7,
+    ),
+    "06_prefetch_fp8_e4m3": Format(("w8", "scale"), 128),
     # 02's batch-1 work layout and grid (a 16-row tile, four warps over K, two tiles a block first)
     "04_nvfp4": Format(
         ("wq", "scales", "tscale"),
@@ -91,6 +101,14 @@ FORMATS: dict[str, Format] = {
         doubles_per_sm=2,
         wave_blocks_per_sm=7,
     ),
+}
+
+
+# 05 and 06 build variants `<name>_b<batch>_<suffix>` (see their headers); VARIANT is the one the
+# suite measures at each batch, the rest stay in the files for comparison.
+VARIANT: dict[str, dict[int, str]] = {
+    "05_prefetch_w4a16": {1: "p4", 4: "p0", 16: "p0"},
+    "06_prefetch_fp8_e4m3": {1: "f4", 4: "f0", 16: "f0"},
 }
 
 
@@ -137,7 +155,10 @@ def plan(version: Version, shape: Shape, sm_count: int) -> tuple[str, int, int]:
     blocks = n // rows
     if batch == 1:
         blocks -= batch_1_doubles(fmt, blocks, sm_count)
-    return f"{version.name}_b{batch}", blocks, threads_per_block(version.stem, batch)
+    entry = f"{version.name}_b{batch}"
+    if version.stem in VARIANT:
+        entry += "_" + VARIANT[version.stem][batch]
+    return entry, blocks, threads_per_block(version.stem, batch)
 
 
 _functions: dict[tuple[int, str], tuple[Any, Any]] = {}

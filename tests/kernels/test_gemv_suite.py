@@ -25,6 +25,8 @@ EXPECTED = {
     "02_w4a16": "gemv_w4a16",
     "03_fp8_e4m3": "gemv_fp8",
     "04_nvfp4": "gemv_nvfp4",
+    "05_prefetch_w4a16": "gemv_w4a16",
+    "06_prefetch_fp8_e4m3": "gemv_fp8",
 }
 BATCH_1_ONLY = {"gemv_nvfp4"}  # benchmarks that sweep batch 1 alone
 HEADLINE = {"batch": 1, "k": 8192, "n": 28672}
@@ -58,7 +60,9 @@ def test_shapes_sweep_batches_and_stay_past_the_l2(loaded: LoadedSuite) -> None:
         assert any(s["k"] < 8192 and s["n"] < 28672 for s in shapes)
         for s in shapes:
             assert s["n"] * s["k"] // 2 >= 25 << 20  # even int4 weights are half an L2 or more
-    assert len(plan_cases([loaded])) == 3 * 4 + 2 * len(BATCH_1_ONLY)
+    assert len(plan_cases([loaded])) == (len(EXPECTED) - len(BATCH_1_ONLY)) * 4 + 2 * len(
+        BATCH_1_ONLY
+    )
 
 
 @pytest.mark.parametrize("stem", sorted(EXPECTED))
@@ -66,7 +70,9 @@ def test_every_shape_has_a_valid_launch(loaded: LoadedSuite, suite: ModuleType, 
     version = version_named(loaded, stem)
     entries = set(KERNEL_ENTRY.findall(version.source))
     batches = {s["batch"] for s in loaded.claims[stem].shapes}
-    assert entries == {f"{version.name}_b{b}" for b in batches} and batches <= set(suite.BATCHES)
+    # 05 and 06 build several variants a batch: `<name>_b<batch>_<variant>`
+    per_batch = {e.rsplit("_", 1)[0] if stem in suite.VARIANT else e for e in entries}
+    assert per_batch == {f"{version.name}_b{b}" for b in batches} and batches <= set(suite.BATCHES)
     for shape in loaded.claims[stem].shapes:
         entry, blocks, threads = suite.plan(version, shape, H200_SMS)
         assert entry in entries
