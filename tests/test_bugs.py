@@ -64,7 +64,8 @@ def test_artifact_exists_and_shows_the_promised_error(kernel_id):
     text = path.read_text()
     assert text.startswith(f"// {kernel_id}: ")
     assert f"compute-sanitizer --tool {TOOL_FOR[kernel_id]}" in text
-    assert re.search(sanitize.EXPECTED[kernel_id], text), sanitize.EXPECTED[kernel_id]
+    assert re.search(sanitize.EXPECTED[kernel_id], sanitize.tool_section(text)), \
+        sanitize.EXPECTED[kernel_id]
     assert kernel_id.split("/")[1] + ".cu:" in text  # the tool names the source line
     assert not re.search(r"/(home|root|work|tmp)/", text)  # no machine paths
 
@@ -101,7 +102,7 @@ def test_an_artifact_block_shows_a_sanitizer_file(tmp_path):
 
 
 def test_without_the_tools_it_exits_2_and_says_which(monkeypatch, capsys):
-    monkeypatch.setattr(sanitize.shutil, "which", lambda name: None)
+    monkeypatch.setattr(sanitize, "tool_path", lambda name: None)
     assert artifacts.run(ROOT, None, None, sanitize=True) == 2
     err = capsys.readouterr().err
     assert "nvcc" in err and "compute-sanitizer" in err and "not found" in err
@@ -142,3 +143,54 @@ def test_microscaled_formats_keep_block_maxima_and_rank_as_expected():
 def test_quant_error_artifact_is_committed():
     text = (ROOT / "kernels" / "microscaling" / "artifacts" / "01_quant_error.txt").read_text()
     assert "NVFP4" in text and "MXFP4" in text and "curriculum artifacts --quant-error" in text
+
+
+def test_a_tool_that_hangs_or_prints_bytes_is_contained(tmp_path):
+    hang = tmp_path / "hang.sh"
+    hang.write_text("#!/bin/sh\nsleep 30 &\nprintf 'started\\n'\nwait\n")
+    hang.chmod(0o755)
+    rc, out = sanitize._exec([str(hang)], tmp_path, timeout=1)
+    assert rc == 124 and "started" in out and "stopped after 1 s" in out
+    noise = tmp_path / "noise.sh"
+    noise.write_text("#!/bin/sh\nprintf '\\377\\376 ok\\n'\nexit 3\n")
+    noise.chmod(0o755)
+    assert sanitize._exec([str(noise)], tmp_path) == (3, "\ufffd\ufffd ok\n")
+    assert sanitize._exec([str(tmp_path / "absent")], tmp_path)[0] == 127
+
+
+def test_the_expected_report_is_looked_for_in_the_tools_output_only():
+    text = ("// bugs/05_misaligned_vector_load: ...\n$ build/05_misaligned_vector_load\n"
+            "sum4: misaligned address\n(exit status 0)\n\n"
+            "$ compute-sanitizer --tool memcheck --show-backtrace device build/05_x\n"
+            "========= ERROR SUMMARY: 0 errors\n")
+    want = sanitize.EXPECTED["bugs/05_misaligned_vector_load"]
+    assert re.search(want, text) and not re.search(want, sanitize.tool_section(text))
+    assert sanitize.tool_section("no tool here") == ""
+
+
+def test_summarise_takes_the_first_report_and_the_summaries():
+    out = ("========= COMPUTE-SANITIZER\n========= Invalid __global__ write of size 4 bytes\n"
+           "=========     at ramp+0x70 in kernels/bugs/programs/01_out_of_bounds.cu:18\n"
+           "========= ERROR SUMMARY: 24 errors\n")
+    first, summary = sanitize.summarise(out)
+    assert first == "========= Invalid __global__ write of size 4 bytes"
+    assert summary == ["========= ERROR SUMMARY: 24 errors"]
+    assert sanitize.summarise("========= COMPUTE-SANITIZER\n")[0] == "(no report)"
+
+
+def test_the_breakpoint_session_stops_on_the_faulting_load():
+    commands = sanitize.gdb_commands(ROOT, sanitize.GDB_TARGET, breakpoint=True)
+    src = sanitize.source_of(ROOT, sanitize.GDB_TARGET).read_text().splitlines()
+    at = next(c for c in commands if c.startswith("break "))
+    line = int(at.rsplit(":", 1)[1])
+    assert "reinterpret_cast<const float4*>(x)[i]" in src[line - 1]
+    assert commands.index("run") > commands.index(at) and "next" in commands
+    assert sanitize.gdb_commands(ROOT, sanitize.GDB_TARGET, breakpoint=False) == \
+        sanitize.GDB_COMMANDS
+
+
+def test_every_capture_file_names_its_command():
+    name = sanitize.artifact_name(sanitize.GDB_TARGET, "cuda-gdb-break")
+    assert artifacts.kernel_id_of(f"kernels/bugs/artifacts/{name}") == sanitize.GDB_TARGET
+    assert artifacts.kernel_id_of("kernels/bugs/artifacts/all_tools.txt") == "bugs/all_tools"
+    assert artifacts.command_for("bugs/all_tools") == "curriculum artifacts --sanitize"

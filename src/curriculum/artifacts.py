@@ -84,6 +84,8 @@ def artifact_path(root: Path, kernel_id: str, suffix: str) -> Path:
 
 def command_for(kernel_id: str) -> str:
     """The command that writes a kernel's artifacts, as a page's caption names it."""
+    if kernel_id == "bugs/all_tools":
+        return "curriculum artifacts --sanitize"
     if kernel_id.startswith("bugs/"):
         return f"curriculum artifacts --sanitize --only {kernel_id}"
     if kernel_id.startswith("microscaling/"):
@@ -93,7 +95,9 @@ def command_for(kernel_id: str) -> str:
 
 def kernel_id_of(path: str) -> str | None:
     """`kernels/<topic>/artifacts/<stem>.<ext>` -> `<topic>/<stem>`."""
-    m = re.fullmatch(r"kernels/([a-z0-9_-]+)/artifacts/(\d{2}_[a-z0-9_]+)\.[a-z.]+", path)
+    if path == "kernels/bugs/artifacts/all_tools.txt":  # every program under every tool
+        return "bugs/all_tools"
+    m = re.fullmatch(r"kernels/([a-z0-9_-]+)/artifacts/(\d{2}_[a-z0-9_]+)\.[a-z.-]+", path)
     return f"{m.group(1)}/{m.group(2)}" if m else None
 
 
