@@ -147,7 +147,7 @@ def sweep(seconds: float) -> None:
     import triton
 
     start = time.time()
-    gemm, flash = _version("03_gemm_bf16"), _version("04_flash_attention")
+    gemm, flash = _version("03_gemm_bf16"), _version("05_flash_attention")
     a = torch.randn(4096, 4096, device="cuda").bfloat16()
     b = torch.randn(4096, 4096, device="cuda").bfloat16()
     c = torch.empty(4096, 4096, device="cuda")

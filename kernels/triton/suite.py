@@ -1,5 +1,5 @@
-"""Triton versions of four kernels the CUDA topics build: softmax, LayerNorm, a bf16 GEMM and
-the FlashAttention forward.
+"""Triton versions of four kernels the CUDA topics build: softmax, LayerNorm, a bf16 GEMM (with
+fp32 and with bf16 C) and the FlashAttention forward.
 
 Each version is a `.py` file: a Triton kernel and a `launch(shape, tensors, ...)` that sizes
 its grid. Each benchmark is the matching CUDA benchmark itself, taken from that topic's suite
@@ -9,6 +9,7 @@ tolerance, the work model, the roofline and the library candidates are the same 
 - `softmax` is softmax's `softmax` (fp32, against softmax/03_block_row);
 - `layernorm` is layernorm's `layernorm` (fp32, against layernorm/06_stable_variance);
 - `bf16` is gemm's `bf16` (bf16 A and B, fp32 C, against gemm/12_wgmma_tma);
+- `bf16_out` is gemm's `bf16_out` (the same with bf16 C, against gemm/13_wgmma_persistent);
 - `prefill` is attention's `prefill` (bf16 FlashAttention forward, against attention/02).
 
 The names are kept too: the harness times the library candidates once per benchmark name and
@@ -122,6 +123,7 @@ SUITE = Suite(
             LAYERNORM, "layernorm", "*_layernorm", {"rows": 1000, "cols": 3000}, eps=LAYERNORM.EPS
         ),
         triton_benchmark(GEMM, "bf16", "*_gemm_bf16", {"m": 1000, "n": 1500, "k": 700}),
+        triton_benchmark(GEMM, "bf16_out", "*_gemm_bf16_out", {"m": 1000, "n": 1500, "k": 700}),
         triton_benchmark(
             ATTENTION, "prefill", "*_flash_attention", {"b": 1, "h": 2, "s": 1000, "d": 128}
         ),

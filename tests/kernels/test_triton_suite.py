@@ -28,7 +28,8 @@ EXPECTED = {
     "01_softmax": ("softmax", "softmax", "03_block_row"),
     "02_layernorm": ("layernorm", "layernorm", "06_stable_variance"),
     "03_gemm_bf16": ("bf16", "gemm", "12_wgmma_tma"),
-    "04_flash_attention": ("prefill", "attention", "02_flash_fwd"),
+    "04_gemm_bf16_out": ("bf16_out", "gemm", "13_wgmma_persistent"),
+    "05_flash_attention": ("prefill", "attention", "02_flash_fwd"),
 }
 # Fields a Triton benchmark must share with the CUDA one, object for object.
 SHARED = (
@@ -76,7 +77,8 @@ def test_headline_shapes_are_the_cuda_headlines(loaded: LoadedSuite) -> None:
         "01_softmax": {"rows": 32768, "cols": 4096},
         "02_layernorm": {"rows": 32768, "cols": 4096},
         "03_gemm_bf16": {"m": 4096, "n": 4096, "k": 4096},
-        "04_flash_attention": {"b": 8, "h": 16, "s": 4096, "d": 128},
+        "04_gemm_bf16_out": {"m": 4096, "n": 4096, "k": 4096},
+        "05_flash_attention": {"b": 8, "h": 16, "s": 4096, "d": 128},
     }
 
 
@@ -201,6 +203,9 @@ def test_gemm_in_the_interpreter(m: int, n: int, k: int) -> None:
     c = torch.full((m, n), float("nan"))
     _version("03_gemm_bf16").launch({}, {"a": a, "b": b, "c": c})
     assert _rel(torch, c, a.double() @ b.double()) < 1e-5
+    c16 = torch.full((m, n), float("nan")).bfloat16()
+    _version("04_gemm_bf16_out").launch({}, {"a": a, "b": b, "c": c16})
+    assert _rel(torch, c16, a.double() @ b.double()) < 3e-3  # bf16 rounding of C: about 1.1e-3
 
 
 @pytest.mark.parametrize("s", [256, 200])
@@ -209,7 +214,7 @@ def test_flash_attention_in_the_interpreter(s: int) -> None:
     gen = torch.Generator().manual_seed(s)
     q, k, v = (torch.randn(1, 2, s, 128, generator=gen).bfloat16() for _ in range(3))
     o = torch.full((1, 2, s, 128), float("nan")).bfloat16()
-    _version("04_flash_attention").launch({}, {"q": q, "k": k, "v": v, "o": o})
+    _version("05_flash_attention").launch({}, {"q": q, "k": k, "v": v, "o": o})
     scores = q.double() @ k.double().transpose(-1, -2) / math.sqrt(128)
     want = torch.softmax(scores, -1) @ v.double()
     assert _rel(torch, o, want) < 5e-3  # bf16 P and O: about 2e-3

@@ -1,4 +1,4 @@
-# 04 FlashAttention forward in Triton: one program a 128-row query block, online softmax, bf16
+# 05 FlashAttention forward in Triton: one program a 128-row query block, online softmax, bf16
 #
 # The CUDA counterpart is attention/02_flash_fwd: for one (batch, head) and a block of query
 # rows, stream the keys and values in tiles, keep the running max m and sum l of every row, and
