@@ -441,6 +441,10 @@ CHECK_FIELDS: dict[str, tuple[str, str]] = {
     "tolerance": ("sci", "the largest rel_err accepted"),
     "agree_pct": ("pct", "share of next tokens (argmax) equal to the reference's"),
     "steps": ("count", "decode steps compared"),
+    "torch_rel_err": ("sci", "PyTorch bf16's own error against the same float64 reference"),
+    "hidden_rel_err": ("sci", "hidden states after the last layer, relative error"),
+    "kv_rel_err": ("sci", "KV cache written by the prefill, largest relative error of a layer"),
+    "graph_vs_eager_mismatches": ("count", "logits that differ between graph replay and eager"),
 }
 BREAKDOWN_FIELDS = tuple(f"{k}_{u}" for k in KIND_LABELS for u in ("us", "pct")) + (
     "kernels",
@@ -491,6 +495,8 @@ def format_number(kind: str, v: float) -> str:
         return f"{v:,.0f} MB"
     if kind == "count":
         return f"{v:,.0f}"
+    if kind == "num":
+        return f"{v:.3g}"
     return f"{v:g}"
 
 
@@ -626,7 +632,7 @@ def figure(root: Path, case_id: str, field_name: str, shape: str | None) -> tupl
             "prefill_tflop": work["prefill_flops"] / 1e12,
             "launches": work["launches"].get("decode" if batch else "prefill", 0),
         }[field_name]
-        kind = {"weight_mb": "mb", "params_m": "count", "launches": "count"}.get(field_name, "g")
+        kind = {"weight_mb": "mb", "launches": "count"}.get(field_name, "num")
         where = f"the decoder's {field_name} (counted from its shapes); {where}"
     if value is None:
         raise ValueError(f"{case_id} has no {field_name}")

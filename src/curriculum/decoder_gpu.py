@@ -1050,7 +1050,7 @@ class Run:
         self.failures[name] = msg
         _say(f"FAILED {name}: {msg}")
 
-    def save(self) -> None:
+    def provenance(self) -> dict[str, Any]:
         cp, torch = self.cp, self.torch
         props = torch.cuda.get_device_properties(0)
         sources = {
@@ -1061,7 +1061,7 @@ class Run:
             sources[f"src/curriculum/{mod}.py"] = source_hash(
                 self.root / "src" / "curriculum" / f"{mod}.py"
             )
-        self.data["provenance"] = {
+        return {
             "gpu_name": torch.cuda.get_device_name(0),
             "sm_count": props.multi_processor_count,
             "driver": _driver(),
@@ -1073,6 +1073,12 @@ class Run:
             "seconds": round(time.perf_counter() - self.started, 1),
             "sources": sources,
         }
+
+    def save(self) -> None:
+        try:
+            self.data["provenance"] = self.provenance()
+        except Exception as exc:  # a lost CUDA context must not lose what was measured
+            self.data["provenance"]["error"] = f"{type(exc).__name__}: {exc}"
         self.data["failures"] = dict(self.failures)
         self.out.mkdir(parents=True, exist_ok=True)
         tmp = self.out / (D.DATA_FILE + ".tmp")
@@ -1105,32 +1111,15 @@ class Run:
         for piece, r in self.data["pieces"].items():
             if not r.get("passed"):
                 self.fail(f"piece {piece}", str(r.get("error") or r.get("failed") or r))
-        self.k = load_kernels(self.root, cp)
-        for kid, msg in self.k.errors.items():
-            self.fail(f"compile {kid}", msg)
-        if self.k.errors:
+        try:
+            if not self.setup():
+                self.save()
+                return 1
+        except Exception as exc:
+            self.fail("setup", exc)
+            _say(traceback.format_exc(limit=6))
             self.save()
             return 1
-        self.w = Weights(cp, cfg)
-        self.ours = Ours(cp, self.k, cfg, self.w)
-        self.stream = cp.cuda.Stream(non_blocking=True)
-        self.pre = self.ours.prefill()
-        self.dec = {b: self.ours.decode(b) for b in cfg.batches}
-        for name, msg in self.ours.errors.items():
-            self.fail(f"bind {name}", msg)
-        if self.ours.errors:
-            self.save()
-            return 1
-        self.tm = TorchDecoder(self.torch, cfg, self.w)
-        self.tcaches = {
-            b: tuple(
-                [self.torch.zeros(c.shape, dtype=self.torch.bfloat16, device="cuda") for c in cs]
-                for cs in self.ours.caches[b]
-            )
-            for b in cfg.batches
-        }
-        self.data["copy_gbps"] = self.copy_bandwidth()
-        _say(f"copy bandwidth {self.data['copy_gbps']:.0f} GB/s (read + write)")
         for phase in (
             self.check_layer0,
             self.check_prefill,
@@ -1158,6 +1147,35 @@ class Run:
             + (": " + ", ".join(self.failures) if self.failures else "")
         )
         return 1 if self.failures else 0
+
+    def setup(self) -> bool:
+        """Compile, make the weights, bind every launch; False (failures named) if not."""
+        cp, cfg = self.cp, self.cfg
+        self.k = load_kernels(self.root, cp)
+        for kid, msg in self.k.errors.items():
+            self.fail(f"compile {kid}", msg)
+        if self.k.errors:
+            return False
+        self.w = Weights(cp, cfg)
+        self.ours = Ours(cp, self.k, cfg, self.w)
+        self.stream = cp.cuda.Stream(non_blocking=True)
+        self.pre = self.ours.prefill()
+        self.dec = {b: self.ours.decode(b) for b in cfg.batches}
+        for name, msg in self.ours.errors.items():
+            self.fail(f"bind {name}", msg)
+        if self.ours.errors:
+            return False
+        self.tm = TorchDecoder(self.torch, cfg, self.w)
+        self.tcaches = {
+            b: tuple(
+                [self.torch.zeros(c.shape, dtype=self.torch.bfloat16, device="cuda") for c in cs]
+                for cs in self.ours.caches[b]
+            )
+            for b in cfg.batches
+        }
+        self.data["copy_gbps"] = self.copy_bandwidth()
+        _say(f"copy bandwidth {self.data['copy_gbps']:.0f} GB/s (read + write)")
+        return True
 
     def copy_bandwidth(self) -> float:
         from curriculum.bench.timing import time_call
