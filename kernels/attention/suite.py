@@ -30,6 +30,7 @@ without a GPU. The reference and comparison helpers take NumPy or CuPy arrays al
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -85,9 +86,22 @@ MAX_SPLITS = 256  # the split merge holds one weight a split in shared memory
 MAX_GROUPS = 4096  # 04-05 keep one ticket counter per (batch, KV head) in device memory
 CTAS_PER_SM = 2  # 03-05 fit two 256-thread CTAs an SM (128 registers, 33-38 KB shared)
 # 06 builds several variants `split_kv_prefetch_<h|p><AHEAD>` (h: L2::256B load hints; AHEAD:
-# 64-token steps of K and V prefetched into the L2 ahead of the loads); VARIANT is the one
+# 64-token steps of K and V prefetched into the L2 ahead of the loads); its header names the one
 # the suite measures, the rest stay in the file for comparison.
-VARIANT: dict[str, str] = {"06_split_kv_prefetch": "p4"}
+VARIANT: dict[str, str] = {}  # stem -> variant, overriding the header (comparisons only)
+MEASURED = re.compile(r"^// Measured variant: (\S+)", re.MULTILINE)
+
+
+def measured_variant(version: Version) -> str:
+    """The variant the suite times: VARIANT's entry if one is set (side-by-side comparisons set
+    it), else the one the .cu file names in its header ("// Measured variant: NAME"), so that
+    choosing another variant changes that version's figures and no other."""
+    if version.stem in VARIANT:
+        return VARIANT[version.stem]
+    m = MEASURED.search(version.source)
+    if m is None:
+        raise ValueError(f"{version.id}: no '// Measured variant:' line in its header")
+    return m[1]
 
 
 def problems(stem: str, shape: Shape) -> list[str]:
@@ -382,7 +396,7 @@ def _launch_decode(module: Any, version: Version, shape: Shape, arrays: Arrays) 
         entry = "split_kv"
         cache: tuple[Any, ...] = (arrays["k"], arrays["v"])
     elif version.stem == "06_split_kv_prefetch":
-        entry = f"split_kv_prefetch_{VARIANT[version.stem]}"
+        entry = f"split_kv_prefetch_{measured_variant(version)}"
         cache = (arrays["k"], arrays["v"])
     elif version.stem == "05_paged":
         entry = "paged"

@@ -19,6 +19,8 @@
 //
 // Size constraints: as 02 (K a multiple of 1024, N a multiple of 32 (16 at batch 1), batch 1..16,
 // 16-byte aligned tensors, |x| <= 65504 at batch 1; the suite's tiled weight layout).
+//
+// Measured variants: b1=p4 b4=p0 b16=p0
 
 constexpr int WARPS = 2;      // warps a block at batch 4 and 16, one tile each
 constexpr int KSPLIT_B1 = 4;  // warps a block at batch 1, all on one 16-row tile, each a slice of K

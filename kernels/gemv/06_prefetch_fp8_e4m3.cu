@@ -22,6 +22,8 @@
 //
 // Size constraints: as 03 (K a multiple of 128, N a multiple of 32, batch 1..16, 16-byte aligned
 // tensors, |x| <= 65504); the inputs hold no E4M3 NaN (the FAST widening turns one into a finite value).
+//
+// Measured variants: b1=f4 b4=f0 b16=f0
 
 #include <cuda_fp8.h>
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -104,12 +105,23 @@ FORMATS: dict[str, Format] = {
 }
 
 
-# 05 and 06 build variants `<name>_b<batch>_<suffix>` (see their headers); VARIANT is the one the
-# suite measures at each batch, the rest stay in the files for comparison.
-VARIANT: dict[str, dict[int, str]] = {
-    "05_prefetch_w4a16": {1: "p4", 4: "p0", 16: "p0"},
-    "06_prefetch_fp8_e4m3": {1: "f4", 4: "f0", 16: "f0"},
-}
+# 05 and 06 build variants `<name>_b<batch>_<suffix>`; each header names the one the suite
+# measures at each batch ("// Measured variants: b1=p4 b4=p0 b16=p0"), the rest stay in the file
+# for comparison. VARIANT overrides a header (side-by-side comparisons only).
+VARIANTS_BUILT = ("05_prefetch_w4a16", "06_prefetch_fp8_e4m3")
+VARIANT: dict[str, dict[int, str]] = {}
+MEASURED = re.compile(r"^// Measured variants: (.+)$", re.MULTILINE)
+
+
+def measured_variant(version: Version, batch: int) -> str:
+    """The variant of `version` the suite times at `batch` (VARIANT's, else its header's)."""
+    if version.stem in VARIANT:
+        return VARIANT[version.stem][batch]
+    m = MEASURED.search(version.source)
+    if m is None:
+        raise ValueError(f"{version.id}: no '// Measured variants:' line in its header")
+    chosen = dict(item.split("=") for item in m[1].split())
+    return chosen[f"b{batch}"]
 
 
 def rows_per_block(stem: str, batch: int) -> int:
@@ -156,8 +168,8 @@ def plan(version: Version, shape: Shape, sm_count: int) -> tuple[str, int, int]:
     if batch == 1:
         blocks -= batch_1_doubles(fmt, blocks, sm_count)
     entry = f"{version.name}_b{batch}"
-    if version.stem in VARIANT:
-        entry += "_" + VARIANT[version.stem][batch]
+    if version.stem in VARIANTS_BUILT:
+        entry += "_" + measured_variant(version, batch)
     return entry, blocks, threads_per_block(version.stem, batch)
 
 

@@ -23,6 +23,7 @@ CuPy, NumPy and PyTorch are imported inside functions only.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -63,10 +64,23 @@ SHAPES: tuple[dict[str, int], ...] = (
 )
 
 # 01 builds `split_latent_m<MT>_s<STAGES>`: MT m16 tiles of heads a CTA (16 MT heads), STAGES
-# shared-memory tiles of the cache in flight. VARIANT is the one the suite measures at H >= 16 MT
-# (below that, `m1_s4`); the rest stay in the file for comparison.
+# shared-memory tiles of the cache in flight. The header names the one the suite measures at
+# H >= 16 MT (below that, `m1_s4`); the rest stay in the file for comparison.
 ENTRIES: tuple[str, ...] = ("m1_s3", "m1_s4", "m2_s4", "m4_s3")
-VARIANT: dict[str, str] = {"01_split_latent": "m4_s3"}
+VARIANT: dict[str, str] = {}  # stem -> variant, overriding the header (comparisons only)
+MEASURED = re.compile(r"^// Measured variant: (\S+)", re.MULTILINE)
+
+
+def measured_variant(version: Version) -> str:
+    """The variant the suite times: VARIANT's entry if one is set (side-by-side comparisons set
+    it), else the one the .cu file names in its header ("// Measured variant: NAME"), so that
+    choosing another variant changes that version's figures and no other."""
+    if version.stem in VARIANT:
+        return VARIANT[version.stem]
+    m = MEASURED.search(version.source)
+    if m is None:
+        raise ValueError(f"{version.id}: no '// Measured variant:' line in its header")
+    return m[1]
 
 
 def smem_bytes(mt: int, stages: int) -> int:
@@ -191,7 +205,7 @@ def _launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None
     if version.stem != "01_split_latent":
         raise KeyError(f"mla: no launch for {version.stem}")
     b, h, t = shape["b"], shape["h"], shape["t"]
-    variant, splits, per, blocks = plan(VARIANT[version.stem], shape, _sms())
+    variant, splits, per, blocks = plan(measured_variant(version), shape, _sms())
     mt, stages = parse_variant(variant)
     smem = smem_bytes(mt, stages)
     fn = kit.kernel(module, f"split_latent_{variant}")

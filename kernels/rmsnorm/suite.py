@@ -78,9 +78,24 @@ def persistent(per_vector: int, small_vpt: int, large_vpt: int) -> Callable[[Sha
 
 # One CTA a row (03_block_row): the file builds several variants `block_row_v<VPT><flags>`, VPT the
 # 16-byte vectors a thread, flag h the streaming cache hints, flag o a 32-register cap for
-# full occupancy. VARIANT is the one the suite measures; the rest stay for comparison.
+# full occupancy. The header names the one the suite measures; the rest stay for comparison.
 BLOCK_ROW_ENTRIES: tuple[str, ...] = ("v4", "v4h", "v4ho", "v2h", "v2ho", "v8h", "v1h")
-VARIANT: dict[str, str] = {"03_block_row": "v4h"}
+VARIANT: dict[str, str] = {}  # stem -> variant, overriding the header (comparisons only)
+
+
+MEASURED = re.compile(r"^// Measured variant: (\S+)", re.MULTILINE)
+
+
+def measured_variant(version: Version) -> str:
+    """The variant the suite times: VARIANT's entry if one is set (side-by-side comparisons set
+    it), else the one the .cu file names in its header ("// Measured variant: NAME"), so that
+    choosing another variant changes that version's figures and no other."""
+    if version.stem in VARIANT:
+        return VARIANT[version.stem]
+    m = MEASURED.search(version.source)
+    if m is None:
+        raise ValueError(f"{version.id}: no '// Measured variant:' line in its header")
+    return m[1]
 
 
 def block_row_variant(variant: str, cols: int) -> tuple[str, int]:
@@ -102,20 +117,22 @@ def block_row_variant(variant: str, cols: int) -> tuple[str, int]:
 PLANS: dict[str, Callable[[Shape], Launch]] = {
     "01_persistent": persistent(4, 4, 8),
     "02_persistent_bf16": persistent(8, 2, 4),
-    "03_block_row": lambda s: Launch(
-        *block_row_variant(VARIANT["03_block_row"], s["cols"]), grid=s["rows"]
-    ),
 }
+BLOCK_ROW = ("03_block_row",)  # one CTA a row; the variant comes from `measured_variant`
 
 
 def plan(version: Version, shape: Shape) -> tuple[str, int, int | None]:
     """(entry point, threads a block, blocks or None) of `version` at `shape`: `name_vptK`
     for the persistent `NN_name.cu`, where K is the 16-byte vectors each thread holds;
     `name_vK<flags>` for one CTA a row (see `block_row_variant`)."""
-    if version.stem not in PLANS:
+    if version.stem not in PLANS and version.stem not in BLOCK_ROW:
         raise KeyError(f"rmsnorm: no launch plan for {version.stem}; add one to PLANS")
     try:
-        suffix, block, grid = PLANS[version.stem](shape)
+        if version.stem in BLOCK_ROW:
+            suffix, block = block_row_variant(measured_variant(version), shape["cols"])
+            grid: int | None = shape["rows"]
+        else:
+            suffix, block, grid = PLANS[version.stem](shape)
     except ValueError as exc:
         raise ValueError(f"{version.id}: {exc}") from exc
     return version.name + suffix, block, grid
