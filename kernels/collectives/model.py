@@ -296,6 +296,9 @@ class Document(_Strict):
     timing: str
     dtype: str
     collectives: list[CollectiveRow]
+    dropped: list[str] = Field(
+        default_factory=list, description="Sizes not recorded, and why (one GPU only)."
+    )
     layer: Layer
 
     @model_validator(mode="after")
@@ -305,6 +308,8 @@ class Document(_Strict):
         n = self.provenance.world
         if not self.kind.endswith(f"-x{n}"):
             raise ValueError(f"kind {self.kind} does not end in -x{n}, the world size")
+        if self.dropped and n > 1:
+            raise ValueError(f"{len(self.dropped)} sizes dropped on {n} GPUs: {self.dropped[0]}")
         seen = set()
         for row in self.collectives:
             if row.world != n:

@@ -152,8 +152,9 @@ def _all_ok(torch: Any, dist: Any, ok: bool, device: Any) -> bool:
 
 def _collectives(
     torch: Any, dist: Any, opts: argparse.Namespace, n: int, rank: int, device: Any
-) -> list[dict[str, Any]]:
-    rows = []
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The rows, and what was not recorded and why."""
+    rows, dropped = [], []
     for op in model.OPS:
         for size in model.size_ladder(opts.min_bytes, opts.max_bytes):
             call, check = _collective(torch, dist, op, size, n, rank, device)
@@ -163,6 +164,9 @@ def _collectives(
                 )
             calls = model.calls_per_sample(size)
             samples = _time(torch, dist, call, calls, opts.reps, device)
+            if min(samples) <= 0:  # one GPU, in place: NCCL may enqueue no work at all
+                dropped.append(f"{op} at {size} B: a sample below the CUDA events' resolution")
+                continue
             t = _timing(samples)
             moved = model.message_bytes(op, size, n)
             seconds = t["median_us"] * 1e-6
@@ -179,7 +183,7 @@ def _collectives(
             )
             del call, check
             torch.cuda.empty_cache()
-    return rows
+    return rows, dropped
 
 
 def _weights(torch: Any, cfg: model.LayerConfig, device: Any) -> dict[str, Any]:
@@ -371,7 +375,7 @@ def _worker(rank: int, n: int, opts: argparse.Namespace, port: int, tmp: str) ->
         device_id=device,
     )
     try:
-        rows = _collectives(torch, dist, opts, n, rank, device)
+        rows, dropped = _collectives(torch, dist, opts, n, rank, device)
         layer = (
             {"config": {}, "skipped": "--skip-layer", "rows": []}
             if opts.skip_layer
@@ -379,7 +383,8 @@ def _worker(rank: int, n: int, opts: argparse.Namespace, port: int, tmp: str) ->
         )
         if rank == 0:
             Path(tmp).write_text(
-                json.dumps({"collectives": rows, "layer": layer}), encoding="utf-8"
+                json.dumps({"collectives": rows, "dropped": dropped, "layer": layer}),
+                encoding="utf-8",
             )
         dist.barrier()
     finally:
@@ -399,9 +404,8 @@ def _sh(*cmd: str) -> str:
 
 
 def _provenance(torch: Any, n: int, seconds: float) -> dict[str, Any]:
-    nccl = (
-        ".".join(str(v) for v in torch.cuda.nccl.version()) if hasattr(torch.cuda, "nccl") else ""
-    )
+    version = torch.cuda.nccl.version() if hasattr(torch.cuda, "nccl") else ""
+    nccl = ".".join(str(v) for v in version) if isinstance(version, tuple) else str(version)
     rev = _sh("git", "-C", str(ROOT), "rev-parse", "HEAD") or "unknown"
     dirty = bool(_sh("git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"))
     driver = _sh("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader").splitlines()
