@@ -99,7 +99,7 @@ def message_bytes(op: str, nbytes: int, n: int, elem_bytes: int = 2) -> int:
 
 def calls_per_sample(nbytes: int) -> int:
     """Back-to-back calls timed as one sample, so a small message's sample is not all event
-    overhead: 64 at 1 KiB, halving as the size doubles, one from 128 KiB up. The same on every
+    overhead: 64 up to 2 KiB, halving as the size doubles, one from 128 KiB up. The same on every
     rank, since every rank must issue the same collectives."""
     return max(1, min(64, (128 * KIB) // max(nbytes, 1)))
 

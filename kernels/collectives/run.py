@@ -427,7 +427,7 @@ def _provenance(torch: Any, n: int, seconds: float) -> dict[str, Any]:
 
 
 TIMING = (
-    "CUDA events around a run of back-to-back calls (64 for 1 KiB, halving as the size "
+    "CUDA events around a run of back-to-back calls (64 up to 2 KiB, halving as the size "
     "doubles, one from 128 KiB; 10 for the layer), per call; 5 warm-up runs, then a fixed "
     "number of samples on every rank; a sample is the slowest rank's; median with 20th and "
     "80th percentiles; L2 not flushed; BF16 buffers"
