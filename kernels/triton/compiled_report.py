@@ -95,6 +95,12 @@ NOT_OPS = {
 
 
 def report(cache: Path) -> None:
+    try:
+        import triton
+
+        print(f"triton {triton.__version__}\n")
+    except ImportError:
+        print("triton not importable\n")
     groups = sorted(p for p in cache.rglob("*.json") if not p.name.startswith("__grp__"))
     for meta_path in groups:
         try:
