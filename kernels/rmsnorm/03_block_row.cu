@@ -13,6 +13,9 @@
 //     first), so neither stream displaces the other's lines;
 //   - MINB: the __launch_bounds__ minimum of resident CTAs, which caps the registers a thread
 //     (MINB = 2 at 1024 threads, 8 at 256: 32 registers, full occupancy of 2048 threads an SM).
+//   - R rows a CTA (suffix _r<R>): every load of the R rows goes out before the first
+//     reduction, and one barrier serves all R sums, so a CTA's loads in flight do not stop at
+//     each row's reduction (R x VPT <= 8 float4 a thread).
 // Gamma (16 KB at 4096 columns) is read after the reduction from the L2, where every CTA finds it.
 //
 // Expected bound: the work model counts x read once and y written once (gamma 0.0015%): at 32768
@@ -35,13 +38,20 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
-__device__ __forceinline__ float block_sum(float v, float* partials) {
+// R sums of one CTA at once: one barrier for all R rows. Each call uses its own partials array,
+// written before and read after the one barrier, and each kernel calls it once, so no reuse race.
+template <int R>
+__device__ __forceinline__ void block_sums(float (&v)[R], float (*partials)[32]) {
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
-    v = warp_sum(v);
-    if (lane == 0) partials[warp] = v;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        v[r] = warp_sum(v[r]);
+        if (lane == 0) partials[r][warp] = v[r];
+    }
     __syncthreads();
-    return warp_sum(lane < (blockDim.x >> 5) ? partials[lane] : 0.0f);
+#pragma unroll
+    for (int r = 0; r < R; ++r) v[r] = warp_sum(lane < (blockDim.x >> 5) ? partials[r][lane] : 0.0f);
 }
 
 template <bool HINTS>
@@ -66,62 +76,89 @@ __device__ __forceinline__ void store_y(float4* p, float4 v) {
                  : "memory");
 }
 
-// grid = rows, block = cols / (4 * VPT).
-template <int VPT, bool HINTS>
-__device__ __forceinline__ void rmsnorm_row(const float* __restrict__ x, const float* __restrict__ gamma,
-                                            float* __restrict__ y, int cols, float eps) {
-    __shared__ float partials[32];
-    const size_t base = static_cast<size_t>(blockIdx.x) * cols;
-    const float4* xr = reinterpret_cast<const float4*>(x + base);
-    float4* yr = reinterpret_cast<float4*>(y + base);
+// grid = rows / R, block = cols / (4 * VPT); CTA b normalises rows R b .. R b + R - 1.
+template <int VPT, bool HINTS, int R>
+__device__ __forceinline__ void rmsnorm_rows(const float* __restrict__ x, const float* __restrict__ gamma,
+                                             float* __restrict__ y, int cols, float eps) {
+    static_assert(VPT >= 1 && VPT <= 8, "1 to 8 float4 a thread: 32 floats of the row at most in registers");
+    static_assert(R >= 1 && R * VPT <= 8, "the R rows' values of a thread stay within 32 registers");
+    __shared__ float partials[R][32];
+    const size_t base = static_cast<size_t>(blockIdx.x) * R * cols;
     const float4* g4 = reinterpret_cast<const float4*>(gamma);
     const int stride = blockDim.x;
-    static_assert(VPT >= 1 && VPT <= 8, "1 to 8 float4 a thread: 32 floats of the row at most in registers");
 
-    float4 v[VPT];
+    // every load of the CTA's R rows goes out before the first reduction
+    float4 v[R][VPT];
 #pragma unroll
-    for (int k = 0; k < VPT; ++k) v[k] = load_x<HINTS>(xr + k * stride + threadIdx.x);
+    for (int r = 0; r < R; ++r) {
+        const float4* xr = reinterpret_cast<const float4*>(x + base + static_cast<size_t>(r) * cols);
+#pragma unroll
+        for (int k = 0; k < VPT; ++k) v[r][k] = load_x<HINTS>(xr + k * stride + threadIdx.x);
+    }
 
-    float sq = 0.0f;
+    float sq[R];
 #pragma unroll
-    for (int k = 0; k < VPT; ++k) sq += (v[k].x * v[k].x + v[k].y * v[k].y) + (v[k].z * v[k].z + v[k].w * v[k].w);
-    const float rrms = rsqrtf(block_sum(sq, partials) / cols + eps);
+    for (int r = 0; r < R; ++r) {
+        sq[r] = 0.0f;
+#pragma unroll
+        for (int k = 0; k < VPT; ++k)
+            sq[r] += (v[r][k].x * v[r][k].x + v[r][k].y * v[r][k].y) + (v[r][k].z * v[r][k].z + v[r][k].w * v[r][k].w);
+    }
+    block_sums<R>(sq, partials);
 
 #pragma unroll
     for (int k = 0; k < VPT; ++k) {
         const int j = k * stride + threadIdx.x;
         const float4 g = __ldg(g4 + j);
-        store_y<HINTS>(yr + j, make_float4(v[k].x * rrms * g.x, v[k].y * rrms * g.y, v[k].z * rrms * g.z,
-                                           v[k].w * rrms * g.w));
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const float rrms = rsqrtf(sq[r] / cols + eps);
+            float4* yr = reinterpret_cast<float4*>(y + base + static_cast<size_t>(r) * cols);
+            store_y<HINTS>(yr + j, make_float4(v[r][k].x * rrms * g.x, v[r][k].y * rrms * g.y,
+                                               v[r][k].z * rrms * g.z, v[r][k].w * rrms * g.w));
+        }
     }
 }
 
-// block_row_v<VPT>[h][o]: h = cache hints, o = 32 registers a thread (2 CTAs of 1024 threads).
+// block_row_v<VPT>[h][o][_r<R>]: h = cache hints, o = 32 registers a thread (2 CTAs of 1024
+// threads), r<R> = R rows a CTA.
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v4(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_row<4, false>(x, gamma, y, cols, eps);
+    rmsnorm_rows<4, false, 1>(x, gamma, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v4h(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_row<4, true>(x, gamma, y, cols, eps);
+    rmsnorm_rows<4, true, 1>(x, gamma, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 2)
 block_row_v4ho(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_row<4, true>(x, gamma, y, cols, eps);
+    rmsnorm_rows<4, true, 1>(x, gamma, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v2h(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_row<2, true>(x, gamma, y, cols, eps);
+    rmsnorm_rows<2, true, 1>(x, gamma, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 2)
 block_row_v2ho(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_row<2, true>(x, gamma, y, cols, eps);
+    rmsnorm_rows<2, true, 1>(x, gamma, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v8h(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_row<8, true>(x, gamma, y, cols, eps);
+    rmsnorm_rows<8, true, 1>(x, gamma, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 2)
 block_row_v1h(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_row<1, true>(x, gamma, y, cols, eps);
+    rmsnorm_rows<1, true, 1>(x, gamma, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+block_row_v4h_r2(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
+    rmsnorm_rows<4, true, 2>(x, gamma, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+block_row_v2h_r2(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
+    rmsnorm_rows<2, true, 2>(x, gamma, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+block_row_v2h_r4(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
+    rmsnorm_rows<2, true, 4>(x, gamma, y, cols, eps);
 }

@@ -78,8 +78,20 @@ def persistent(per_vector: int, small_vpt: int, large_vpt: int) -> Callable[[Sha
 
 # One CTA a row (03_block_row): the file builds several variants `block_row_v<VPT><flags>`, VPT the
 # 16-byte vectors a thread, flag h the streaming cache hints, flag o a 32-register cap for
-# full occupancy. The header names the one the suite measures; the rest stay for comparison.
-BLOCK_ROW_ENTRIES: tuple[str, ...] = ("v4", "v4h", "v4ho", "v2h", "v2ho", "v8h", "v1h")
+# full occupancy; a suffix `_r<R>` does R rows a CTA. The header names the one the suite measures;
+# the rest stay for comparison.
+BLOCK_ROW_ENTRIES: tuple[str, ...] = (
+    "v4",
+    "v4h",
+    "v4ho",
+    "v2h",
+    "v2ho",
+    "v8h",
+    "v1h",
+    "v4h_r2",
+    "v2h_r2",
+    "v2h_r4",
+)
 VARIANT: dict[str, str] = {}  # stem -> variant, overriding the header (comparisons only)
 
 
@@ -98,19 +110,23 @@ def measured_variant(version: Version) -> str:
     return m[1]
 
 
-def block_row_variant(variant: str, cols: int) -> tuple[str, int]:
-    """(entry suffix, threads) of a one-CTA-a-row variant at `cols`: VPT doubles until the
-    block is at most 1024 threads; a flag set not built at that VPT falls back to `h`."""
-    m = re.fullmatch(r"v(\d+)([a-z]*)", variant)
+def block_row_variant(variant: str, shape: Shape) -> tuple[str, int, int]:
+    """(entry suffix, threads, blocks) of a one-CTA-a-row variant at `shape`: VPT doubles until
+    the block is at most 1024 threads; a flag set not built at that VPT falls back to `h` (one
+    row a CTA)."""
+    m = re.fullmatch(r"v(\d+)([a-z]*)(?:_r(\d+))?", variant)
     if m is None or variant not in BLOCK_ROW_ENTRIES:
         raise ValueError(f"unknown block-row variant {variant!r}")
-    vpt, flags = int(m[1]), m[2]
+    vpt, flags, per_cta = int(m[1]), m[2], int(m[3] or 1)
+    cols, rows = shape["cols"], shape["rows"]
     while cols // (4 * vpt) > 1024:
         vpt *= 2
-    name = f"v{vpt}{flags}"
+    name = f"v{vpt}{flags}" + (f"_r{per_cta}" if per_cta > 1 else "")
     if name not in BLOCK_ROW_ENTRIES:
-        name = f"v{vpt}h"
-    return "_" + name, row_block(cols, 4 * vpt, 1024)
+        name, per_cta = f"v{vpt}h", 1
+    if rows % per_cta:
+        raise ValueError(f"rows={rows} is not a multiple of the {per_cta} rows a CTA")
+    return "_" + name, row_block(cols, 4 * vpt, 1024), rows // per_cta
 
 
 # One entry per version: how its block follows the shape.
@@ -129,8 +145,8 @@ def plan(version: Version, shape: Shape) -> tuple[str, int, int | None]:
         raise KeyError(f"rmsnorm: no launch plan for {version.stem}; add one to PLANS")
     try:
         if version.stem in BLOCK_ROW:
-            suffix, block = block_row_variant(measured_variant(version), shape["cols"])
-            grid: int | None = shape["rows"]
+            suffix, block, blocks = block_row_variant(measured_variant(version), shape)
+            grid: int | None = blocks
         else:
             suffix, block, grid = PLANS[version.stem](shape)
     except ValueError as exc:

@@ -364,3 +364,22 @@ def test_large_mean_separates_05_from_06_on_the_device(suites: dict) -> None:
     (naive,) = _device_rel_errs(loaded, version_named(loaded, "05_one_pass_registers"), shape)
     (stable,) = _device_rel_errs(loaded, version_named(loaded, "06_stable_variance"), shape)
     assert naive > 100 * stable and naive < loaded.suite.benchmarks[0].tolerance
+
+
+@pytest.mark.parametrize("topic", sorted(EXPECTED))
+def test_every_block_row_variant_covers_every_shape(suites: dict, topic: str) -> None:
+    """The one-CTA-a-row versions build several variants; each launch covers the tensor once."""
+    loaded, module = suites[topic]
+    stem = next(s for s in EXPECTED[topic] if "block_row" in s)
+    version = version_named(loaded, stem)
+    entries = set(KERNEL_ENTRY.findall(version.source))
+    assert {f"{version.name}_{v}" for v in module.BLOCK_ROW_ENTRIES} == entries
+    assert module.measured_variant(version) in module.BLOCK_ROW_ENTRIES
+    for variant in module.BLOCK_ROW_ENTRIES:
+        for shape in loaded.claims[stem].shapes:
+            suffix, block, blocks = module.block_row_variant(variant, shape)
+            m = re.fullmatch(r"_v(\d+)[a-z]*(?:_r(\d+))?", suffix)
+            assert m, suffix
+            vpt, per_cta = int(m[1]), int(m[2] or 1)
+            assert block * vpt * 4 == shape["cols"] and block <= 1024
+            assert blocks * per_cta == shape["rows"]
