@@ -35,7 +35,7 @@ def test_declares_one_benchmark_over_the_sweep(loaded: LoadedSuite, suite: Modul
         "01_split_latent": "mla_decode"
     }
     assert dict(bench.headline) == {"b": 1, "h": 128, "t": 32768}
-    assert len(plan_cases([loaded])) == len(bench.shapes) == 5
+    assert len(plan_cases([loaded])) == len(bench.shapes) == 6
     assert bench.roofline.bandwidth == "copy" and bench.roofline.compute == "gemm_bf16"
     names = [c.name for c in bench.candidates]
     assert "cuDNN SDPA" in names and "torch.matmul + softmax (cuBLAS)" in names
