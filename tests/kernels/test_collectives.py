@@ -290,3 +290,25 @@ def test_chart_refuses_a_bad_file_and_draws_nothing_from_one_gpu(tmp_path: Path)
     _write(tmp_path, bad)
     with pytest.raises(ValueError, match="nvidia-h200-x2.json"):
         chart.load(tmp_path)
+
+
+# --- on the device ------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_one_gpu_run_writes_a_valid_document(tmp_path: Path) -> None:
+    """The runner end to end on one GPU (spawn, NCCL, checks, timing, the split layer)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    run = _load("run")
+    out = tmp_path / "x1.json"
+    assert (
+        run.main(["--world", "1", "--max-bytes", str(1 << 20), "--reps", "5", "--out", str(out)])
+        == 0
+    )
+    doc = m.validate_text(out.read_text(encoding="utf-8"))
+    assert doc.provenance.world == 1 and doc.kind.endswith("-x1")
+    assert doc.provenance.env["NCCL_NVLS_ENABLE"] == "0"
+    assert len(doc.collectives) + len(doc.dropped) == 3 * 11  # 1 KiB to 1 MiB, three ops
+    assert {r.mode for r in doc.layer.rows} >= {"eager"}
