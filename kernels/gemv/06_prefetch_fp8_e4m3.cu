@@ -14,6 +14,7 @@
 //     each weight 2^-8 times its value (fp16's exponent bias is 15, E4M3's 7), which the row scale
 //     takes back (x 256, a power of two, exact). The pairs come out as (b0, b2) and (b1, b3), so x's
 //     fp16 pairs are built in the same order; a dot product does not care about k's order.
+//   - STAGES (suffix s6): a 6-deep ring (24 KB a block, 168 KB an SM at 7 blocks) instead of 4.
 // p0 is 03's loop compiled here, for a same-run comparison. Batch 4 builds p0, f0 and f4; batch 16
 // p0 and f0.
 //
@@ -29,7 +30,7 @@
 
 constexpr int WARPS = 2;    // warps a block; each owns 16 rows, so a block owns 32
 constexpr int PIECES = 2;   // 16-byte pieces a lane copies of each of its 2 rows a stage
-constexpr int STAGES = 4;   // ring depth: the stage in use and 3 in flight
+constexpr int RING_STAGES = 4;  // ring depth: the stage in use and 3 in flight (03's; variants s6 use 6)
 constexpr int VALUES_PER_PIECE = 16;  // E4M3 in 16 bytes
 constexpr int ROWS_PER_BLOCK = WARPS * 16;
 // 1792 warps at N = 28672 should all be resident at once (one wave, no tail): 7 blocks of 2 warps
@@ -38,7 +39,7 @@ constexpr int ROWS_PER_BLOCK = WARPS * 16;
 constexpr int BLOCKS_PER_SM = 7;
 
 static_assert(sizeof(uint4) == VALUES_PER_PIECE * sizeof(__nv_fp8_storage_t), "16 E4M3 in 16 bytes");
-static_assert(WARPS * STAGES * 2 * PIECES * 32 * 16 <= 48 * 1024, "static shared memory limit");
+static_assert(WARPS * 6 * 2 * PIECES * 32 * 16 <= 48 * 1024, "static shared memory limit at 6 stages");
 
 __device__ __forceinline__ void copy_async_16(void* smem, const void* gmem) {
     const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(smem));
@@ -105,7 +106,7 @@ __device__ __forceinline__ void prefetch_l2(const void* p, unsigned bytes) {
 }
 
 // grid = N / 32 blocks of 64 threads. w8: N x K bytes; scale: N fp32.
-template <int BATCH, int AHEAD, bool FAST>
+template <int BATCH, int AHEAD, bool FAST, int STAGES = RING_STAGES>
 __device__ __forceinline__ void gemv_fp8(const unsigned short* __restrict__ x,
                                          const unsigned char* __restrict__ w8,
                                          const float* __restrict__ scale,
@@ -290,4 +291,16 @@ extern "C" __global__ void __launch_bounds__(WARPS * 32, BLOCKS_PER_SM)
 prefetch_fp8_e4m3_b16_f0(const unsigned short* x, const unsigned char* w8, const float* scale,
                          unsigned short* y, int k, int n) {
     gemv_fp8<16, 0, true>(x, w8, scale, y, k, n);
+}
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32, BLOCKS_PER_SM)
+prefetch_fp8_e4m3_b1_f0s6(const unsigned short* x, const unsigned char* w8, const float* scale,
+                          unsigned short* y, int k, int n) {
+    gemv_fp8<1, 0, true, 6>(x, w8, scale, y, k, n);
+}
+
+extern "C" __global__ void __launch_bounds__(WARPS * 32, BLOCKS_PER_SM)
+prefetch_fp8_e4m3_b1_f4s6(const unsigned short* x, const unsigned char* w8, const float* scale,
+                          unsigned short* y, int k, int n) {
+    gemv_fp8<1, 4, true, 6>(x, w8, scale, y, k, n);
 }
