@@ -7,7 +7,8 @@
 // (x - mean)^2 over the registers, so the large-mean shape stays accurate) and changes what sets
 // the bytes in flight and the stalls:
 //   - VPT 16-byte vectors a thread (VPT = 4: 256 threads a 4096-column row);
-//   - HINTS: x loaded with ld.global.nc.L1::no_allocate.L2::256B (read once: no L1 line) and y
+//   - HINTS (h both, l the loads only, s the stores only): x loaded with
+//     ld.global.nc.L1::no_allocate.L2::256B (read once: no L1 line) and y
 //     stored with st.global.cs (streaming, evict first);
 //   - MINB: the __launch_bounds__ minimum of resident CTAs, which caps the registers a thread
 //     (MINB = 2 at 1024 threads: 32 registers, so 4 CTAs of 512 threads, 2048 threads an SM;
@@ -74,7 +75,7 @@ __device__ __forceinline__ void store_y(float4* p, float4 v) {
 }
 
 // grid = rows / R, block = cols / (4 * VPT); CTA b normalises rows R b .. R b + R - 1.
-template <int VPT, bool HINTS, int R>
+template <int VPT, int HINTS, int R>
 __device__ __forceinline__ void layernorm_rows(const float* __restrict__ x, const float* __restrict__ gamma,
                                                const float* __restrict__ beta, float* __restrict__ y, int cols,
                                                float eps) {
@@ -93,7 +94,7 @@ __device__ __forceinline__ void layernorm_rows(const float* __restrict__ x, cons
     for (int r = 0; r < R; ++r) {
         const float4* xr = reinterpret_cast<const float4*>(x + base + static_cast<size_t>(r) * cols);
 #pragma unroll
-        for (int k = 0; k < VPT; ++k) v[r][k] = load_x<HINTS>(xr + k * stride + threadIdx.x);
+        for (int k = 0; k < VPT; ++k) v[r][k] = load_x<(HINTS & 1) != 0>(xr + k * stride + threadIdx.x);
     }
 
     float mean[R];
@@ -130,56 +131,66 @@ __device__ __forceinline__ void layernorm_rows(const float* __restrict__ x, cons
         for (int r = 0; r < R; ++r) {
             const float rstd = rsqrtf(sq[r] / cols + eps);
             float4* yr = reinterpret_cast<float4*>(y + base + static_cast<size_t>(r) * cols);
-            store_y<HINTS>(yr + j, make_float4(v[r][k].x * rstd * g.x + b.x, v[r][k].y * rstd * g.y + b.y,
+            store_y<(HINTS & 2) != 0>(yr + j, make_float4(v[r][k].x * rstd * g.x + b.x, v[r][k].y * rstd * g.y + b.y,
                                                v[r][k].z * rstd * g.z + b.z, v[r][k].w * rstd * g.w + b.w));
         }
     }
 }
 
-// block_row_v<VPT>[h][o][_r<R>]: h = cache hints, o = 32 registers a thread (2 CTAs of 1024
+// block_row_v<VPT>[h|l|s][o][_r<R>]: h = both cache hints, l = loads only, s = stores only, o = 32 registers a thread (2 CTAs of 1024
 // threads), r<R> = R rows a CTA.
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v4(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
        float* __restrict__ y, int rows, int cols, float eps) {
-    layernorm_rows<4, false, 1>(x, gamma, beta, y, cols, eps);
+    layernorm_rows<4, 0, 1>(x, gamma, beta, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v4h(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
        float* __restrict__ y, int rows, int cols, float eps) {
-    layernorm_rows<4, true, 1>(x, gamma, beta, y, cols, eps);
+    layernorm_rows<4, 3, 1>(x, gamma, beta, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+block_row_v4l(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
+       float* __restrict__ y, int rows, int cols, float eps) {
+    layernorm_rows<4, 1, 1>(x, gamma, beta, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+block_row_v4s(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
+       float* __restrict__ y, int rows, int cols, float eps) {
+    layernorm_rows<4, 2, 1>(x, gamma, beta, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v2h(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
        float* __restrict__ y, int rows, int cols, float eps) {
-    layernorm_rows<2, true, 1>(x, gamma, beta, y, cols, eps);
+    layernorm_rows<2, 3, 1>(x, gamma, beta, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 2)
 block_row_v2ho(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
        float* __restrict__ y, int rows, int cols, float eps) {
-    layernorm_rows<2, true, 1>(x, gamma, beta, y, cols, eps);
+    layernorm_rows<2, 3, 1>(x, gamma, beta, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v8h(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
        float* __restrict__ y, int rows, int cols, float eps) {
-    layernorm_rows<8, true, 1>(x, gamma, beta, y, cols, eps);
+    layernorm_rows<8, 3, 1>(x, gamma, beta, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 2)
 block_row_v1h(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
        float* __restrict__ y, int rows, int cols, float eps) {
-    layernorm_rows<1, true, 1>(x, gamma, beta, y, cols, eps);
+    layernorm_rows<1, 3, 1>(x, gamma, beta, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v4h_r2(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
        float* __restrict__ y, int rows, int cols, float eps) {
-    layernorm_rows<4, true, 2>(x, gamma, beta, y, cols, eps);
+    layernorm_rows<4, 3, 2>(x, gamma, beta, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v2h_r2(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
        float* __restrict__ y, int rows, int cols, float eps) {
-    layernorm_rows<2, true, 2>(x, gamma, beta, y, cols, eps);
+    layernorm_rows<2, 3, 2>(x, gamma, beta, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v2h_r4(const float* __restrict__ x, const float* __restrict__ gamma, const float* __restrict__ beta,
        float* __restrict__ y, int rows, int cols, float eps) {
-    layernorm_rows<2, true, 4>(x, gamma, beta, y, cols, eps);
+    layernorm_rows<2, 3, 4>(x, gamma, beta, y, cols, eps);
 }

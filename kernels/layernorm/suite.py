@@ -103,12 +103,14 @@ def persistent(per_vector: int, small_vpt: int, large_vpt: int) -> Callable[[Sha
 
 
 # One CTA a row (09_block_row): the file builds several variants `block_row_v<VPT><flags>`, VPT the
-# 16-byte vectors a thread, flag h the streaming cache hints, flag o a 32-register cap for
+# 16-byte vectors a thread, flag h the streaming cache hints (l on the loads only, s the stores), flag o a 32-register cap for
 # full occupancy; a suffix `_r<R>` does R rows a CTA. The header names the one the suite measures;
 # the rest stay for comparison.
 BLOCK_ROW_ENTRIES: tuple[str, ...] = (
     "v4",
     "v4h",
+    "v4l",
+    "v4s",
     "v2h",
     "v2ho",
     "v8h",

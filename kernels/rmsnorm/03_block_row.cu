@@ -8,7 +8,8 @@
 // several CTAs resident their reductions fall at different times. The variants below change only
 // how many bytes each thread keeps in flight and which cache hints the accesses carry:
 //   - VPT 16-byte vectors a thread (VPT = 4: 256 threads a 4096-column row);
-//   - HINTS: x loaded with ld.global.nc.L1::no_allocate.L2::256B (read once: no L1 line, the
+//   - HINTS (h both, l the loads only, s the stores only): x loaded with
+//     ld.global.nc.L1::no_allocate.L2::256B (read once: no L1 line, the
 //     L2 fetches whole 256-byte sectors groups) and y stored with st.global.cs (streaming, evict
 //     first), so neither stream displaces the other's lines;
 //   - MINB: the __launch_bounds__ minimum of resident CTAs, which caps the registers a thread
@@ -77,7 +78,7 @@ __device__ __forceinline__ void store_y(float4* p, float4 v) {
 }
 
 // grid = rows / R, block = cols / (4 * VPT); CTA b normalises rows R b .. R b + R - 1.
-template <int VPT, bool HINTS, int R>
+template <int VPT, int HINTS, int R>
 __device__ __forceinline__ void rmsnorm_rows(const float* __restrict__ x, const float* __restrict__ gamma,
                                              float* __restrict__ y, int cols, float eps) {
     static_assert(VPT >= 1 && VPT <= 8, "1 to 8 float4 a thread: 32 floats of the row at most in registers");
@@ -93,7 +94,7 @@ __device__ __forceinline__ void rmsnorm_rows(const float* __restrict__ x, const 
     for (int r = 0; r < R; ++r) {
         const float4* xr = reinterpret_cast<const float4*>(x + base + static_cast<size_t>(r) * cols);
 #pragma unroll
-        for (int k = 0; k < VPT; ++k) v[r][k] = load_x<HINTS>(xr + k * stride + threadIdx.x);
+        for (int k = 0; k < VPT; ++k) v[r][k] = load_x<(HINTS & 1) != 0>(xr + k * stride + threadIdx.x);
     }
 
     float sq[R];
@@ -114,51 +115,59 @@ __device__ __forceinline__ void rmsnorm_rows(const float* __restrict__ x, const 
         for (int r = 0; r < R; ++r) {
             const float rrms = rsqrtf(sq[r] / cols + eps);
             float4* yr = reinterpret_cast<float4*>(y + base + static_cast<size_t>(r) * cols);
-            store_y<HINTS>(yr + j, make_float4(v[r][k].x * rrms * g.x, v[r][k].y * rrms * g.y,
+            store_y<(HINTS & 2) != 0>(yr + j, make_float4(v[r][k].x * rrms * g.x, v[r][k].y * rrms * g.y,
                                                v[r][k].z * rrms * g.z, v[r][k].w * rrms * g.w));
         }
     }
 }
 
-// block_row_v<VPT>[h][o][_r<R>]: h = cache hints, o = 32 registers a thread (2 CTAs of 1024
+// block_row_v<VPT>[h|l|s][o][_r<R>]: h = both cache hints, l = loads only, s = stores only, o = 32 registers a thread (2 CTAs of 1024
 // threads), r<R> = R rows a CTA.
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v4(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_rows<4, false, 1>(x, gamma, y, cols, eps);
+    rmsnorm_rows<4, 0, 1>(x, gamma, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v4h(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_rows<4, true, 1>(x, gamma, y, cols, eps);
+    rmsnorm_rows<4, 3, 1>(x, gamma, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+block_row_v4l(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
+    rmsnorm_rows<4, 1, 1>(x, gamma, y, cols, eps);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+block_row_v4s(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
+    rmsnorm_rows<4, 2, 1>(x, gamma, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 2)
 block_row_v4ho(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_rows<4, true, 1>(x, gamma, y, cols, eps);
+    rmsnorm_rows<4, 3, 1>(x, gamma, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v2h(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_rows<2, true, 1>(x, gamma, y, cols, eps);
+    rmsnorm_rows<2, 3, 1>(x, gamma, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 2)
 block_row_v2ho(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_rows<2, true, 1>(x, gamma, y, cols, eps);
+    rmsnorm_rows<2, 3, 1>(x, gamma, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v8h(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_rows<8, true, 1>(x, gamma, y, cols, eps);
+    rmsnorm_rows<8, 3, 1>(x, gamma, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 2)
 block_row_v1h(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_rows<1, true, 1>(x, gamma, y, cols, eps);
+    rmsnorm_rows<1, 3, 1>(x, gamma, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v4h_r2(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_rows<4, true, 2>(x, gamma, y, cols, eps);
+    rmsnorm_rows<4, 3, 2>(x, gamma, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v2h_r2(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_rows<2, true, 2>(x, gamma, y, cols, eps);
+    rmsnorm_rows<2, 3, 2>(x, gamma, y, cols, eps);
 }
 extern "C" __global__ void __launch_bounds__(1024, 1)
 block_row_v2h_r4(const float* __restrict__ x, const float* __restrict__ gamma, float* __restrict__ y, int rows, int cols, float eps) {
-    rmsnorm_rows<2, true, 4>(x, gamma, y, cols, eps);
+    rmsnorm_rows<2, 3, 4>(x, gamma, y, cols, eps);
 }
