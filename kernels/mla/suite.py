@@ -256,9 +256,9 @@ def _sdpa(backend: str) -> Callable[[Arrays, Shape], Callable[[], None]]:
         if backend == "MATH" and b * h * t > kit.MATH_SDPA_MAX_SCORES:
             raise MemoryError(f"math SDPA would materialise {b * h * t:,} scores")
         q, cache, keep = _contiguous(inputs)
-        q4 = q.view(b, h, 1, DQK)
-        k4 = cache.view(b, 1, t, DQK)
-        v4 = cache[..., :DV].view(b, 1, t, DV)
+        q4 = q.unsqueeze(2)  # [B, H, 1, 576]
+        k4 = cache.unsqueeze(1)  # [B, 1, T, 576]: one KV head for all H query heads
+        v4 = cache[..., :DV].unsqueeze(1)  # [B, 1, T, 512], a strided view of the same rows
         member = getattr(SDPBackend, backend)
 
         def op() -> None:
