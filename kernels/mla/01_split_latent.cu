@@ -25,8 +25,10 @@
 // launcher keeps the grid within one wave of resident CTAs, so every CTA they wait for is already
 // running.
 //
-// Variants (entry points; the suite's VARIANT picks the measured one): mla_m<MT>_s<STAGES>, MT = 1
-// (16 heads a CTA), 2 or 4; STAGES = 3 or 4 buffers.
+// Variants (entry points; the header's last line names the measured one): split_latent_m<MT>_s<STAGES>,
+// MT = 1 (16 heads a CTA), 2 or 4; STAGES = 3 or 4 buffers; suffix x (MT = 4): the warps split the
+// scores by m-tile and k half instead of token octet and k half, so each Q fragment is loaded once
+// a k step rather than once per token octet.
 //
 // Expected bound (estimate), B = 1, T = 32768 tokens: 32768 x 1152 B = 37.7 MB, 8.8 us at the
 // about 4.29 TB/s copy ceiling. The FLOPs are 2 x H x T x (576 + 512): at H = 16, 1.14 GFLOP,
@@ -134,7 +136,7 @@ __device__ __forceinline__ void load_tile(unsigned short* dst, const unsigned sh
 
 // Grid (splits, H / HB, B); block 256; dynamic shared memory as smem_bytes<MT, STAGES>().
 // part_ml[(b * H + h) * splits + s] = (m, l); part_acc[((b * H + h) * splits + s) * DV + d].
-template <int MT, int STAGES>
+template <int MT, int STAGES, bool SPLIT_M = false>
 __device__ __forceinline__ void mla_body(const unsigned short* __restrict__ q,
                                          const unsigned short* __restrict__ pool,
                                          const int* __restrict__ table, float2* __restrict__ part_ml,
@@ -187,8 +189,9 @@ __device__ __forceinline__ void mla_body(const unsigned short* __restrict__ q,
 #pragma unroll
         for (int n = 0; n < 8; ++n) acc[mt][n][0] = acc[mt][n][1] = acc[mt][n][2] = acc[mt][n][3] = 0.0f;
 
-    // S work of this warp: token octet n8 = warp % 4, k half = warp / 4
+    // S work of this warp: token octet n8 = warp % 4, k half = warp / 4 (SPLIT_M: see the loop)
     const int n8 = warp % 4, khalf = warp / 4;
+    static_assert(!SPLIT_M || MT == 4, "the m-split gives each of the 8 warps an m-tile and a k half");
 
     for (int i = 0; i < tiles; ++i) {
         cp_wait<STAGES - 2>();
@@ -200,8 +203,8 @@ __device__ __forceinline__ void mla_body(const unsigned short* __restrict__ q,
         }
         const unsigned short* kv = sKV + (i % STAGES) * TT * ROW;
 
-        // S = Q K^T over this warp's 8 tokens and half of k, for all MT m-tiles
-        {
+        if constexpr (!SPLIT_M) {
+            // S = Q K^T over this warp's 8 tokens and half of k, for all MT m-tiles
             float c[MT][4];
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt) c[mt][0] = c[mt][1] = c[mt][2] = c[mt][3] = 0.0f;
@@ -227,6 +230,34 @@ __device__ __forceinline__ void mla_body(const unsigned short* __restrict__ q,
             for (int mt = 0; mt < MT; ++mt) {
                 *reinterpret_cast<float2*>(ss + (mt * 16 + g) * SROW + n8 * 8 + 2 * tq) = make_float2(c[mt][0], c[mt][1]);
                 *reinterpret_cast<float2*>(ss + (mt * 16 + g + 8) * SROW + n8 * 8 + 2 * tq) = make_float2(c[mt][2], c[mt][3]);
+            }
+        } else {
+            // MT = 4: warp w takes m-tile w / 2 and k half w % 2, all 4 token octets: per pair of
+            // k steps 2 A loads and 4 B loads feed 8 mma (the other split needs 9 loads for 8)
+            const int mt = warp / 2, kh = warp % 2;
+            float c[4][4];
+#pragma unroll
+            for (int o = 0; o < 4; ++o) c[o][0] = c[o][1] = c[o][2] = c[o][3] = 0.0f;
+            const unsigned short* kb = kv + (lane & 7) * ROW + (lane >> 3) * 8;
+            const unsigned short* qa = sQ + (mt * 16 + (lane & 15)) * ROW + (lane >> 4) * 8;
+#pragma unroll 3
+            for (int ks = kh * (KSTEPS / 2); ks < (kh + 1) * (KSTEPS / 2); ks += 2) {
+                unsigned a0[4], a1[4];
+                ldsm_x4(a0, qa + ks * 16);
+                ldsm_x4(a1, qa + (ks + 1) * 16);
+#pragma unroll
+                for (int o = 0; o < 4; ++o) {
+                    unsigned bk[4];
+                    ldsm_x4(bk, kb + o * 8 * ROW + ks * 16);
+                    mma16816(c[o], a0, bk[0], bk[1]);
+                    mma16816(c[o], a1, bk[2], bk[3]);
+                }
+            }
+            float* ss = sS + kh * HB * SROW;
+#pragma unroll
+            for (int o = 0; o < 4; ++o) {
+                *reinterpret_cast<float2*>(ss + (mt * 16 + g) * SROW + o * 8 + 2 * tq) = make_float2(c[o][0], c[o][1]);
+                *reinterpret_cast<float2*>(ss + (mt * 16 + g + 8) * SROW + o * 8 + 2 * tq) = make_float2(c[o][2], c[o][3]);
             }
         }
         __syncthreads();
@@ -410,4 +441,10 @@ split_latent_m4_s3(const unsigned short* __restrict__ q, const unsigned short* _
                      const int* __restrict__ table, float2* __restrict__ part_ml, float* __restrict__ part_acc,
                      unsigned short* __restrict__ out, int H, int T, int tokens_per_split, float scale_log2) {
     mla_body<4, 3>(q, pool, table, part_ml, part_acc, out, H, T, tokens_per_split, scale_log2);
+}
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+split_latent_m4_s3x(const unsigned short* __restrict__ q, const unsigned short* __restrict__ pool,
+                    const int* __restrict__ table, float2* __restrict__ part_ml, float* __restrict__ part_acc,
+                    unsigned short* __restrict__ out, int H, int T, int tokens_per_split, float scale_log2) {
+    mla_body<4, 3, true>(q, pool, table, part_ml, part_acc, out, H, T, tokens_per_split, scale_log2);
 }

@@ -64,10 +64,10 @@ SHAPES: tuple[dict[str, int], ...] = (
     {"b": 4, "h": 128, "t": 8192},
 )
 
-# 01 builds `split_latent_m<MT>_s<STAGES>`: MT m16 tiles of heads a CTA (16 MT heads), STAGES
-# shared-memory tiles of the cache in flight. The header names the one the suite measures at
+# 01 builds `split_latent_m<MT>_s<STAGES>[x]`: MT m16 tiles of heads a CTA (16 MT heads), STAGES
+# shared-memory tiles of the cache in flight, x the other split of the score work among warps. The header names the one the suite measures at
 # H >= 16 MT (below that, `m1_s4`); the rest stay in the file for comparison.
-ENTRIES: tuple[str, ...] = ("m1_s3", "m1_s4", "m2_s4", "m4_s3")
+ENTRIES: tuple[str, ...] = ("m1_s3", "m1_s4", "m2_s4", "m4_s3", "m4_s3x")
 VARIANT: dict[str, str] = {}  # stem -> variant, overriding the header (comparisons only)
 MEASURED = re.compile(r"^// Measured variant: (\S+)", re.MULTILINE)
 
@@ -91,9 +91,10 @@ def smem_bytes(mt: int, stages: int) -> int:
 
 
 def parse_variant(variant: str) -> tuple[int, int]:
+    """(MT, STAGES) of a variant name `m<MT>_s<STAGES>[x]`."""
     if variant not in ENTRIES:
         raise ValueError(f"unknown MLA variant {variant!r}; built: {ENTRIES}")
-    mt, stages = variant[1:].split("_s")
+    mt, stages = variant[1:].rstrip("x").split("_s")
     return int(mt), int(stages)
 
 
