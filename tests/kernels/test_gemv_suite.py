@@ -539,3 +539,25 @@ def test_fp8_warp_computes_x_wt(suite: ModuleType, batch: int) -> None:
     y = _play_warp(x_bits, w8.reshape(16, -1), 16, _fp8_steps_for(table), None)
     want = suite.bf16_bits_to_float64(x_bits, np) @ table[w8].T
     np.testing.assert_allclose(y, want, rtol=1e-12, atol=1e-12)
+
+
+def test_fp8_integer_widening_is_exact_to_a_power_of_two() -> None:
+    """06's FAST route: (in & 0x80008000) | ((in & 0x7F007F00) >> 1) on a word (and on the word
+    shifted left by 8) gives fp16 pairs worth 2^-8 times every finite E4M3 byte, subnormals too."""
+
+    def e4m3(b: int) -> float:
+        sign = -1.0 if b & 0x80 else 1.0
+        e, m = (b >> 3) & 0xF, b & 7
+        return sign * (m * 2.0**-9 if e == 0 else (1 + m / 8) * 2.0 ** (e - 7))
+
+    finite = [b for b in range(256) if b & 0x7F != 0x7F]
+    rng = np.random.default_rng(3)
+    words = [int.from_bytes(bytes(rng.choice(finite, 4).tolist()), "little") for _ in range(2000)]
+    words += [int.from_bytes(bytes([b, b ^ 0x80, 0, b]), "little") for b in finite]
+    for word in words:
+        odd = (word & 0x80008000) | ((word & 0x7F007F00) >> 1)  # bytes 1 and 3
+        lo = (word << 8) & 0xFFFFFFFF
+        even = (lo & 0x80008000) | ((lo & 0x7F007F00) >> 1)  # bytes 0 and 2
+        halves = np.array([even, odd], dtype=np.uint32).view(np.float16).astype(np.float64)
+        expect = [e4m3((word >> (8 * i)) & 0xFF) * 2.0**-8 for i in (0, 2, 1, 3)]
+        np.testing.assert_array_equal(halves, expect)
