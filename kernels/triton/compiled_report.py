@@ -94,22 +94,57 @@ NOT_OPS = {
 }  # fmt: skip
 
 
-def report(cache: Path) -> None:
+def header() -> None:
+    """Three `// ` lines: what this is, with what and when, how to read it (an artifact's head)."""
+    from datetime import UTC, datetime
+
     try:
         import triton
 
-        print(f"triton {triton.__version__}\n")
+        version = f"triton {triton.__version__}"
     except ImportError:
-        print("triton not importable\n")
-    groups = sorted(p for p in cache.rglob("*.json") if not p.name.startswith("__grp__"))
-    for meta_path in groups:
+        version = "triton not importable"
+    try:
+        import torch
+
+        device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    except ImportError:
+        device = "no torch"
+    now = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    print(
+        "// triton/compiled: what the Triton compiler chose for each kernel in a cache, written "
+        "by `python3 kernels/triton/compiled_report.py CACHE`"
+    )
+    print(f"// {version}, {device}; {now}")
+    print(
+        "// metadata from Triton's JSON, registers from ptxas -v on its PTX, layouts from the "
+        "TTGIR, static PTX instruction counts"
+    )
+
+
+ARG = re.compile(r"%(\w+): ([^{]+?)(?: \{tt\.divisibility = (\d+) : i32\})? loc\(")
+
+
+def arguments(signature: str) -> str:
+    """The TTIR function's arguments, '/16' marking those the JIT specialised as multiples of 16."""
+    found = ARG.findall(signature)
+    parts = [f"{n}: {t.strip()}" + (f" /{d}" if d else "") for n, t, d in found]
+    return ", ".join(parts) or signature.strip()
+
+
+def report(cache: Path) -> None:
+    header()
+    kernels = []
+    for meta_path in cache.rglob("*.json"):
+        if meta_path.name.startswith("__grp__"):
+            continue
         try:
             meta = json.loads(meta_path.read_text())
         except (OSError, ValueError):
             continue
-        name = meta.get("name")
-        if not name:
-            continue
+        if meta.get("name"):
+            kernels.append((meta["name"], -int(meta.get("shared") or 0), meta_path, meta))
+    for name, _, meta_path, meta in sorted(kernels, key=lambda k: k[:2]):
         folder, stem = meta_path.parent, meta_path.stem
         print(f"=== kernel {name} ({folder.name[:12]})")
         keys = ("num_warps", "num_ctas", "num_stages", "shared", "maxnreg", "target")
@@ -121,7 +156,7 @@ def report(cache: Path) -> None:
         ttir = folder / f"{stem}.ttir"
         if ttir.is_file():
             sig = next((ln for ln in ttir.read_text().splitlines() if "tt.func" in ln), "")
-            print("signature: " + sig.strip())
+            print("arguments: " + arguments(sig))
         ttgir = folder / f"{stem}.ttgir"
         if ttgir.is_file():
             text = ttgir.read_text()
