@@ -10,7 +10,7 @@ Two benchmarks:
 
 - `k_decodes` (00): the baseline, attention/04's single-token split-KV decode launched k times,
   draft token i's queries against a T-token cache: the cost of checking k tokens one at a time;
-- `verify` (01-03): the k x 4 query rows of each KV head against the cache of T + k positions
+- `verify` (01-04): the k x 4 query rows of each KV head against the cache of T + k positions
   (the drafts' K and V already appended), draft i masked past position T + i.
 
 Layouts: verify q and out are [B, Hq, k, D] (SDPA's [B, H, Sq, D], so the k x 4 rows of one KV
@@ -82,7 +82,7 @@ HKV = 8
 D = attention.HEAD_DIM
 GROUP = attention.GROUP  # query heads a KV head
 LOG2E = attention.LOG2E
-MAX_DRAFT = 8  # 01: shared memory sized for 8 new tokens; 02-03: one 8-token masked step
+MAX_DRAFT = 8  # 01: shared memory sized for 8 new tokens; 02-04: one 8-token masked step
 T_MULTIPLE = attention.DECODE_T_MULTIPLE
 THREADS = 256
 MERGE_THREADS = D // 2
@@ -154,16 +154,19 @@ def plan_verify(
     return VerifyPlan(-(-t // per), per, rows, blocks)
 
 
-# 02 and 03: (entry for at most 8 rows a KV head, entry for blocks of 16 rows)
+# 02-04: (entry for at most 8 rows a KV head, entry for blocks of 16 rows)
 TENSOR_CORE_ENTRIES = {
     "02_tensor_core": ("verify_mma8", "verify_mma16"),
     "03_one_launch": ("verify_fused8", "verify_fused16"),
+    "04_two_stages": ("verify_staged8", "verify_staged16"),
 }
+ONE_LAUNCH = ("03_one_launch", "04_two_stages")  # the last CTA of a row block merges
 
 
 def plan_for(stem: str, k: int, t: int, sm_count: int) -> tuple[str, VerifyPlan]:
-    """The main kernel's entry and its plan: 01 two CTAs an SM; 02-03 two for blocks of at
-    most 8 rows (k <= 2), one for blocks of 16, whose state needs 168 registers a thread."""
+    """The main kernel's entry and its plan: 01 two CTAs an SM; 02-04 two for blocks of at
+    most 8 rows (k <= 2), one for blocks of 16, whose state needs 168 registers a thread (206
+    with 04's second stage)."""
     if stem == "01_one_pass":
         return "verify_partial", plan_verify(k, t, sm_count)
     if stem in TENSOR_CORE_ENTRIES:
@@ -291,9 +294,9 @@ def _launch_decodes(module: Any, version: Version, shape: Shape, arrays: Arrays)
 
 
 def _launch_verify(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
-    """01: one CTA a (range, KV head) for all 4k rows; 02-03: one a (row block, range, KV
+    """01: one CTA a (range, KV head) for all 4k rows; 02-04: one a (row block, range, KV
     head). 01 and 02 write partial states and a second launch merges each row's ranges; in 03
-    the last CTA of each row block to finish merges them."""
+    and 04 the last CTA of each row block to finish merges them."""
     import numpy
 
     _require_fit(version, shape)
@@ -311,7 +314,7 @@ def _launch_verify(module: Any, version: Version, shape: Shape, arrays: Arrays) 
     sizes = (numpy.int32(t), numpy.int32(k), numpy.int32(plan.tokens_per_split))
     scale = numpy.float32(LOG2E / math.sqrt(D))
     cache = (arrays["q"], arrays["k"], arrays["v"])
-    if version.stem == "03_one_launch":
+    if version.stem in ONE_LAUNCH:
         kit.kernel(module, entry)(grid, (THREADS,), (*cache, *parts, arrays["out"], *sizes, scale))
         return
     kit.kernel(module, entry)(grid, (THREADS,), (*cache, *parts, *sizes, scale))

@@ -26,12 +26,14 @@ EXPECTED = {
     "01_one_pass": "verify",
     "02_tensor_core": "verify",
     "03_one_launch": "verify",
+    "04_two_stages": "verify",
 }
 ENTRIES = {
     "00_k_decodes": {"split_kv"},  # from attention/04, included
     "01_one_pass": {"verify_partial", "verify_merge"},
     "02_tensor_core": {"verify_mma8", "verify_mma16", "verify_merge"},
     "03_one_launch": {"verify_fused8", "verify_fused16"},
+    "04_two_stages": {"verify_staged8", "verify_staged16"},
 }
 
 
@@ -85,7 +87,7 @@ def test_work_model_at_the_headline(suite: ModuleType) -> None:
 def test_plan_is_one_wave_of_whole_steps(suite: ModuleType, sms: int) -> None:
     for t in (64, 192, 1024, 4096, 32768, 131072):
         for k in range(1, 9):
-            for stem in ("01_one_pass", "02_tensor_core", "03_one_launch"):
+            for stem in ("01_one_pass", "02_tensor_core", "03_one_launch", "04_two_stages"):
                 entry, p = suite.plan_for(stem, k, t, sms)
                 per_sm = 1 if entry.endswith("16") else 2
                 assert p.ctas <= max(per_sm * sms, 8 * p.row_blocks), (stem, k, t, p)
@@ -97,6 +99,7 @@ def test_plan_is_one_wave_of_whole_steps(suite: ModuleType, sms: int) -> None:
     assert suite.plan_for("02_tensor_core", 2, 4096, 132)[0] == "verify_mma8"
     assert suite.plan_for("02_tensor_core", 3, 4096, 132)[0] == "verify_mma16"
     assert suite.plan_for("03_one_launch", 8, 4096, 132)[0] == "verify_fused16"
+    assert suite.plan_for("04_two_stages", 1, 4096, 132)[0] == "verify_staged8"
     with pytest.raises(ValueError):
         suite.plan_verify(9, 4096, 132)
 
@@ -130,16 +133,17 @@ def test_header_states_idea_bound_and_constraints(loaded: LoadedSuite, stem: str
 
 
 def test_constants_match_the_launcher(loaded: LoadedSuite, suite: ModuleType) -> None:
-    for stem in ("01_one_pass", "02_tensor_core", "03_one_launch"):
+    for stem in ("01_one_pass", "02_tensor_core", "03_one_launch", "04_two_stages"):
         source = version_named(loaded, stem).source
         assert "constexpr int D = 128;" in source and "constexpr int G = 4;" in source
-        assert ("constexpr int MERGE_THREADS = D / 2;" in source) == (stem != "03_one_launch")
+        merged_apart = stem in ("01_one_pass", "02_tensor_core")
+        assert ("constexpr int MERGE_THREADS = D / 2;" in source) == merged_apart
         assert "constexpr int THREADS" in source
     assert (
         f"constexpr int MAX_DRAFT = {suite.MAX_DRAFT};"
         in version_named(loaded, "01_one_pass").source
     )
-    for stem in ("02_tensor_core", "03_one_launch"):
+    for stem in ("02_tensor_core", "03_one_launch", "04_two_stages"):
         assert "constexpr int BLOCK_ROWS = 16;" in version_named(loaded, stem).source
     assert suite.MMA_ROWS == 16 and suite.MERGE_THREADS == 64 and suite.THREADS == 256
 
@@ -269,7 +273,7 @@ def _words(row: np.ndarray, t: int) -> list[np.ndarray]:
     ]
 
 
-# The lines of 02 and 03 that the lane-by-lane model below stands for.
+# The lines of 02-04 that the lane-by-lane model below stands for.
 STEP_LINES = (
     "const int dim = 32 * (i / 2) + 8 * (g / 2) + 4 * (i % 2) + g % 2;",
     "const int c_lo = 8 * b + 2 * tq, c_hi = c_lo + 1;",
@@ -284,7 +288,7 @@ def test_sixteen_row_step_computes_scores_and_pv(loaded: LoadedSuite) -> None:
     """Rows g in a0/a2 and g + 8 in a1/a3 of m16n8k16: the scores of all 16 rows, c0/c1 row g and
     c2/c3 row g + 8; each as the B fragment of its own m16n8k8 P V block; the write-back puts
     block b's columns 2t, 2t + 1 at rows 8 b + 2t, 8 b + 2t + 1."""
-    for stem in ("02_tensor_core", "03_one_launch"):
+    for stem in ("02_tensor_core", "03_one_launch", "04_two_stages"):
         source = version_named(loaded, stem).source
         for line in STEP_LINES:
             assert line in source, (stem, line)
@@ -386,3 +390,39 @@ def test_every_version_matches_the_reference_on_the_check_shape(loaded: LoadedSu
                 g = got[name].astype(cupy.float64)
                 rel = float(cupy.linalg.norm(g - ref[name]) / cupy.linalg.norm(ref[name]))
                 assert rel <= bench.tolerance, f"{version.id} at {shape}: rel_err {rel:.2e}"
+
+
+class _Warp:
+    """One warp's walk through its range in 04's loop: which step's rows each stage holds."""
+
+    def __init__(self, t: int, t_end: int, stages: int) -> None:
+        self.t, self.t_end = t, t_end
+        self.held = [t, t + 64 if stages == 2 and t + 64 < t_end else None]
+        self.seen: list[int] = []
+
+    def stage_step(self, i: int, ahead: int) -> bool:
+        assert self.held[i] == self.t  # the stage holds this step's rows
+        self.seen.append(self.t)
+        self.held[i] = self.t + ahead if self.t + ahead < self.t_end else None
+        self.t += 64
+        return self.t < self.t_end
+
+
+def test_two_stage_loop_visits_every_step_once_with_its_own_rows(loaded: LoadedSuite) -> None:
+    """04's loop as written: stage_step computes on the rows its stage holds, reloads the stage
+    `ahead` tokens on, and the two stages alternate; every step of the warp is computed once, on
+    the rows loaded for it, for ranges of 1 to 5 steps."""
+    source = version_named(loaded, "04_two_stages").source
+    assert "const int t_ahead = t + ahead;" in source
+    assert "stage_step<NB>(st, qa, kr2, vr2, kh, vh, t, t_end, 2 * CTA_TOKENS" in source
+    for steps in range(1, 6):
+        for stages in (1, 2):
+            t_begin, warp = 128, 3
+            w = _Warp(t_begin + 8 * warp, t_begin + 64 * steps, stages)
+            if stages == 2:
+                while w.stage_step(0, 128) and w.stage_step(1, 128):
+                    pass
+            else:
+                while w.stage_step(0, 64):
+                    pass
+            assert w.seen == [t_begin + 8 * warp + 64 * n for n in range(steps)]
