@@ -269,3 +269,57 @@ def test_check_resolves_decoder_figures(tmp_path):
     assert ("warning", "figure.missing") in codes and len(codes) == 2
     fig = m.figure({"case": "decoder/decode_ours_graph", "field": "us", "shape": "batch=1"})
     assert fig.text == "301 µs" and not fig.missing
+
+
+def test_op_work_adds_up_to_the_step():
+    cfg = D.Config()
+    ops = D.decode_ops(cfg, 1)
+    total = sum(D.op_work(cfg, op)[1] for op in ops)
+    # the weights and the KV cache, plus a few hundred kilobytes of activations
+    assert cfg.decode_bytes(1) < total < cfg.decode_bytes(1) + 2e6
+    flops = sum(D.op_work(cfg, op)[0] for op in D.prefill_ops(cfg))
+    assert flops == pytest.approx(cfg.prefill_flops(), rel=1e-3)
+    qkv = next(op for op in D.prefill_ops(cfg) if op.name == "L0.qkv")
+    assert D.op_work(cfg, qkv) == (
+        2 * 2048 * 3072 * 2048,
+        2 * 2048 * 2048 + 2 * 2048 * 3072 + 4 * 2048 * 3072,
+    )
+
+
+def test_op_breakdown_groups_and_rates():
+    cfg = D.Config(layers=1)
+    ops = D.decode_ops(cfg, 1)
+    rows = D.op_breakdown(cfg, ops, [10.0] * len(ops))
+    assert rows["gate_up"]["count"] == 2 and rows["gate_up"]["us"] == 20.0
+    assert rows["norms"]["count"] == 3 and rows["adds"]["count"] == 2
+    # gate and up: 2 x 8192 x 2048 bf16 weights in 20 µs
+    want = (2 * (2 * 8192 * 2048 + 2 * 2048 + 2 * 8192)) / 20e-6 / 1e9
+    assert rows["gate_up"]["gbps"] == pytest.approx(want, abs=0.1)
+    assert sum(r["pct"] for r in rows.values()) == pytest.approx(100, abs=0.1)
+    with pytest.raises(ValueError, match="kernels for"):
+        D.op_breakdown(cfg, ops, [1.0])
+
+
+def test_breakdown_chart_and_figures_by_op_group(tmp_path):
+    from curriculum.charts import ChartSpec, render_chart
+
+    data = sample_data()
+    cfg = D.Config()
+    ops = D.decode_ops(cfg, 1)
+    data["breakdown"]["decode_b1"]["ops"] = D.op_breakdown(cfg, ops, [3.0] * len(ops))
+    root = write(tmp_path, data)
+    svg = render_chart(
+        ChartSpec(kind="breakdown", topic="decoder", segment="decode_b1", alt="b"), None, root
+    )  # type: ignore[arg-type]
+    assert "gate and up projections" in svg and "GB/s" in svg
+    _, value, _ = D.figure(root, "decoder/breakdown_decode", "gate_up_gbps", "batch=1")
+    assert value == data["breakdown"]["decode_b1"]["ops"]["gate_up"]["gbps"]
+    _, value, _ = D.figure(root, "decoder/breakdown_decode", "gemv_pct", "batch=1")
+    assert value == pytest.approx(100 * 250 / 275, abs=0.01)
+    with pytest.raises(ValueError, match="no op group 'gate_up'"):
+        D.figure(
+            write(tmp_path / "x", sample_data()),
+            "decoder/breakdown_decode",
+            "gate_up_gbps",
+            "batch=1",
+        )

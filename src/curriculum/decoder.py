@@ -334,6 +334,110 @@ def breakdown(kernels: list[tuple[str, float]]) -> dict[str, Any]:
     }
 
 
+# Ops of a step grouped for the breakdown: (group, label), in the order a layer runs them.
+OP_GROUPS: dict[str, tuple[str, str]] = {
+    "embed": ("embed_argmax", "embed, argmax (glue)"),
+    "argmax": ("embed_argmax", "embed, argmax (glue)"),
+    "norm1": ("norms", "RMSNorm (rmsnorm/02)"),
+    "norm2": ("norms", "RMSNorm (rmsnorm/02)"),
+    "final_norm": ("norms", "RMSNorm (rmsnorm/02)"),
+    "qkv": ("qkv", "QKV projection"),
+    "rope": ("rope", "RoPE, cache write (glue)"),
+    "attention": ("attention", "attention"),
+    "heads_to_rows": ("heads_to_rows", "heads to rows (glue)"),
+    "o": ("o", "output projection"),
+    "add1": ("adds", "residual adds (glue)"),
+    "add2": ("adds", "residual adds (glue)"),
+    "gate": ("gate_up", "gate and up projections"),
+    "up": ("gate_up", "gate and up projections"),
+    "round": ("round", "fp32 to bf16 (glue)"),
+    "swiglu": ("swiglu", "SwiGLU (swiglu/02)"),
+    "down": ("down", "down projection"),
+    "lm_head": ("lm_head", "LM head (gemv/01)"),
+}
+OP_FIELDS = ("us", "pct", "gbps", "tflops", "count")
+
+
+def op_work(cfg: Config, op: Op) -> tuple[float, float]:
+    """(FLOPs, minimum bytes) of one launch: inputs read once, outputs written once, bf16
+    except the GEMM's fp32 output and the RoPE table."""
+    d = op.dims
+    hd = cfg.head_dim
+    if op.kind == "gemm":
+        m, n, k = d["m"], d["n"], d["k"]
+        return 2.0 * m * n * k, float(2 * m * k + 2 * k * n + 4 * m * n)
+    if op.kind == "gemv":
+        b, k, n = d["batch"], d["k"], d["n"]
+        return 2.0 * b * k * n, float(2 * n * k + 2 * b * k + 2 * b * n)
+    if op.kind == "flash":
+        b, h, sq = d["b"], d["h"], d["s"]
+        return 4.0 * b * h * sq * sq * hd, float(4 * 2 * b * h * sq * hd)
+    if op.kind == "split_kv":
+        b, hq, hkv, t = d["b"], d["hq"], d["hkv"], d["t"]
+        return 4.0 * b * hq * t * hd, float(2 * 2 * b * hkv * t * hd + 2 * 2 * b * hq * hd)
+    if op.kind == "rmsnorm":
+        r, c = d["rows"], d["cols"]
+        return 4.0 * r * c, float(2 * 2 * r * c + 2 * c)
+    if op.kind == "swiglu":
+        n = d["tokens"] * d["d"]
+        return 4.0 * n, float(3 * 2 * n)
+    entry = op.kernel.split(":", 1)[1]
+    hq, hkv = cfg.q_heads, cfg.kv_heads
+    if entry == "embed":
+        return 0.0, float(2 * 2 * d["rows"] * d["hidden"])
+    if entry == "rope_prefill":  # fp32 in; q, the repeated K and V, and the cache out
+        sq = d["s"]
+        out = 2 * sq * hd * (hq + 2 * hq + 2 * hkv)
+        return 6.0 * sq * (hq + hkv) * hd // 2, float(4 * sq * d["heads"] * hd + out)
+    if entry == "rope_decode":
+        return 6.0 * d["b"] * (hq + hkv) * hd // 2, float(2 * 2 * d["b"] * d["heads"] * hd)
+    if entry == "heads_to_rows":
+        return 0.0, float(2 * 2 * d["s"] * d["h"] * hd)
+    if entry == "add_f32":
+        return float(d["n"]), float(8 * d["n"])
+    if entry == "add_bf16":
+        return float(d["n"]), float(6 * d["n"])
+    if entry == "to_bf16":
+        return 0.0, float(6 * d["n"])
+    if entry == "argmax_step":
+        return 0.0, float(2 * d["rows"] * cfg.vocab)
+    raise KeyError(f"no work model for {op.kernel}")
+
+
+def op_breakdown(cfg: Config, ops: list[Op], durations: list[float]) -> dict[str, Any]:
+    """Summed time, share, and achieved GB/s and TFLOP/s of each op group of one step, from
+    the kernel durations (µs) in launch order (one kernel a launch)."""
+    if len(ops) != len(durations):
+        raise ValueError(f"{len(durations)} kernels for {len(ops)} launches")
+    rows: dict[str, dict[str, Any]] = {}
+    for op, dur in zip(ops, durations, strict=True):
+        group, label = OP_GROUPS[op.name.split(".")[-1]]
+        flops, nbytes = op_work(cfg, op)
+        row = rows.setdefault(
+            group,
+            {
+                "label": label,
+                "kind": op.kind if op.kind != "glue" else "glue",
+                "count": 0,
+                "us": 0.0,
+                "flops": 0.0,
+                "bytes": 0.0,
+            },
+        )
+        row["count"] += 1
+        row["us"] += float(dur)
+        row["flops"] += flops
+        row["bytes"] += nbytes
+    total = sum(r["us"] for r in rows.values())
+    for row in rows.values():
+        us = row["us"]
+        row["pct"] = round(100.0 * us / total, 2) if total > 0 else 0.0
+        row["gbps"] = round(row["bytes"] / (us * 1e-6) / 1e9, 1) if us > 0 else 0.0
+        row["tflops"] = round(row["flops"] / (us * 1e-6) / 1e12, 2) if us > 0 else 0.0
+        row["us"] = round(us, 3)
+    return rows
+
+
 # --- the data file: validation and figures -----------------------------------------------------
 
 REQUIRED = ("format", "provenance", "config", "work", "checks", "timing", "breakdown")
@@ -446,9 +550,15 @@ CHECK_FIELDS: dict[str, tuple[str, str]] = {
     "kv_rel_err": ("sci", "KV cache written by the prefill, largest relative error of a layer"),
     "graph_vs_eager_mismatches": ("count", "logits that differ between graph replay and eager"),
 }
-BREAKDOWN_FIELDS = tuple(f"{k}_{u}" for k in KIND_LABELS for u in ("us", "pct")) + (
-    "kernels",
-    "kernel_us",
+BREAKDOWN_FIELDS = (
+    tuple(f"{k}_{u}" for k in KIND_LABELS for u in ("us", "pct"))
+    + tuple(
+        f"{g}_{u}"
+        for g in dict.fromkeys(g for g, _ in OP_GROUPS.values())
+        for u in OP_FIELDS
+        if f"{g}_{u}" not in {f"{k}_{v}" for k in KIND_LABELS for v in ("us", "pct")}
+    )
+    + ("kernels", "kernel_us")
 )
 FLOOR_FIELDS: dict[str, tuple[str, str]] = {
     "us": ("us", "bytes of a decode step over the same-run copy bandwidth"),
@@ -609,7 +719,16 @@ def figure(root: Path, case_id: str, field_name: str, shape: str | None) -> tupl
             kind = "count" if field_name == "kernels" else "us"
         else:
             k, unit = field_name.rsplit("_", 1)
-            value = (bd["kinds"].get(k) or {}).get(unit, 0.0)
+            if k in KIND_LABELS and unit in ("us", "pct"):
+                value = (bd["kinds"].get(k) or {}).get(unit, 0.0)  # a kind absent took no time
+            else:
+                row = (bd.get("ops") or {}).get(k)
+                if row is None:
+                    raise ValueError(
+                        f"breakdown {name!r} has no op group {k!r} "
+                        f"(groups: {', '.join(sorted(bd.get('ops') or {}))})"
+                    )
+                value = row[unit]
             kind = unit
         where = f"{bd.get('what', name)}, one profiled step; {where}"
     elif key == "floor":
@@ -680,17 +799,29 @@ IMPL_COLOURS = {
 }
 
 
-def breakdown_rows(data: dict[str, Any], key: str) -> list[tuple[str, str, float, float, int]]:
-    """(kind, label, µs, % of kernel time, kernels) of one profiled step, largest first."""
+def breakdown_rows(data: dict[str, Any], key: str) -> list[tuple[str, str, float, str]]:
+    """(kind, label, µs, note) of one profiled step, largest first: by op group (QKV
+    projection, attention, ...) where the data has them, else by kernel family."""
     bd = data.get("breakdown", {}).get(key)
     if not isinstance(bd, dict) or not bd.get("kinds"):
         have = ", ".join(sorted(data.get("breakdown", {}))) or "none"
         raise ValueError(f"the decoder data has no breakdown {key!r} (have: {have})")
-    rows = [
-        (k, KIND_LABELS.get(k, k), float(v["us"]), float(v["pct"]), int(v["count"]))
-        for k, v in bd["kinds"].items()
-    ]
-    return sorted(rows, key=lambda r: (-r[2], r[0]))
+    rows = []
+    if bd.get("ops"):
+        for row in bd["ops"].values():
+            rate = (
+                format_number("tflops", row["tflops"])
+                if row["kind"] in ("gemm", "flash")
+                else format_number("gbps", row["gbps"])
+            )
+            note = f"{row['pct']:.0f}%, {rate}"
+            rows.append((row["kind"], row["label"], float(row["us"]), note))
+    else:
+        for k, v in bd["kinds"].items():
+            n = int(v["count"])
+            note = f"{float(v['pct']):.0f}%, {n} launch{'es' if n != 1 else ''}"
+            rows.append((k, KIND_LABELS.get(k, k), float(v["us"]), note))
+    return sorted(rows, key=lambda r: (-r[2], r[1]))
 
 
 def throughput_rows(data: dict[str, Any]) -> list[tuple[str, dict[str, float]]]:
@@ -727,23 +858,19 @@ def draw_breakdown(ax: Any, data: dict[str, Any], key: str) -> None:
     bd = data["breakdown"][key]
     ys = list(range(len(rows)))[::-1]
     top = max(r[2] for r in rows) or 1.0
-    ax.barh(
-        ys,
-        [r[2] for r in rows],
-        color=[KIND_COLOURS.get(r[0], "#8c6d4f") for r in rows],
-        height=0.62,
-    )
-    for y, (_, _, us, pct, count) in zip(ys, rows, strict=True):
+    colours = [KIND_COLOURS.get(r[0], "#8c6d4f") for r in rows]
+    ax.barh(ys, [r[2] for r in rows], color=colours, height=0.62)
+    for y, (_, _, us, note) in zip(ys, rows, strict=True):
         ax.text(
             us + top * 0.01,
             y,
-            f"{format_number('us', us)}  ({pct:.0f}%, {count} launches)",
+            f"{format_number('us', us)}  ({note})",
             va="center",
             ha="left",
-            fontsize=7.5,
+            fontsize=7,
         )
-    ax.set_yticks(ys, [r[1] for r in rows], fontsize=8)
-    ax.set_xlim(0, top * 1.45)
+    ax.set_yticks(ys, [r[1] for r in rows], fontsize=7.5)
+    ax.set_xlim(0, top * 1.5)
     ax.set_xlabel("summed kernel time in one step (µs)")
     ax.grid(axis="y", visible=False)
     ax.set_title(

@@ -645,6 +645,16 @@ class TorchTimer:
         return float(self.a.elapsed_time(self.b))
 
 
+def _inductor_counters(torch: Any) -> dict[str, Any]:
+    """Inductor's counters so far (cudagraph_skips says whether reduce-overhead replayed)."""
+    try:
+        from torch._dynamo.utils import counters
+
+        return {k: int(v) for k, v in counters["inductor"].items()}
+    except Exception as exc:
+        return {"error": repr(exc)}
+
+
 def _stat(stat: Any) -> dict[str, Any]:
     return {
         "median_us": round(stat.median_ms * 1e3, 3),
@@ -1486,6 +1496,10 @@ class Run:
             else cfg.batches
         )
         timer = TorchTimer(torch)
+        try:  # say why a mode falls back (cudagraph skips, say) in the log
+            torch._logging.set_logs(perf_hints=True)
+        except Exception as exc:
+            _say(f"perf hints unavailable: {exc!r}")
         config: Any = torch._dynamo.config
         for name in ("cache_size_limit", "recompile_limit"):
             if hasattr(config, name):
@@ -1536,10 +1550,12 @@ class Run:
                         **self._time(lambda fn=fn, a=(ids_t, pos_t, tk, tv): fn(*a), timer),
                         "mode": mode,
                         "compile_s": round(spent, 1),
+                        "inductor_counters": _inductor_counters(torch),
                     }
                 _say(
                     f"decode b{b} torch.compile({mode}) {row['torch_compile']['median_us']:.1f} us "
-                    f"(compiled in {spent:.0f} s)"
+                    f"(compiled in {spent:.0f} s); inductor counters "
+                    f"{row['torch_compile']['inductor_counters']}"
                 )
             except Exception as exc:
                 self.fail(f"torch.compile decode b{b}", exc)
@@ -1579,6 +1595,11 @@ class Run:
                 )
                 how = "eager"
             bd = D.breakdown(rec)
+            kinds = [D.kind_of(name) for name, _ in rec]
+            if kinds == [ln.op.kind for ln in launches]:  # one kernel a launch, in order
+                bd["ops"] = D.op_breakdown(cfg, [ln.op for ln in launches], [d for _, d in rec])
+            else:
+                bd["ops_error"] = f"{len(rec)} kernels do not line up with {len(launches)} launches"
             bd["what"] = (
                 f"ours, {'prefill of ' + str(cfg.prompt) + ' tokens' if b == 0 else f'decode step at batch {b}'}"
                 f", {how}, kernel time summed by kernel"
