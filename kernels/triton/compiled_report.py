@@ -7,8 +7,8 @@ Run on the device after the bench, with the bench's Triton cache:
     python3 -m curriculum.bench --root "$PWD" --only 'triton/*' --time-cap 3
     python3 kernels/triton/compiled_report.py /tmp/triton-cache [--sweep 30]
 
-For every compiled kernel in the cache (this topic's and any torch.compile built in the same
-run) it prints the metadata Triton recorded (warps, pipeline stages, shared memory bytes), the
+For every kernel in the cache compiled from this topic's files (with `--all`, also those
+torch.compile built in the same run) it prints the metadata Triton recorded (warps, pipeline stages, shared memory bytes), the
 registers and spills of the cubin, the layout definitions of the TTGIR (how a tensor is spread
 over threads, warps and shared memory), the function signature of the TTIR (which integer
 arguments were specialised as multiples of 16) and a histogram of the PTX instructions that
@@ -53,37 +53,48 @@ def ptx_histogram(ptx: str) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def ptxas() -> str | None:
-    """The ptxas that Triton ships (the one that built the cubins), else one on PATH."""
+def ptxas_candidates() -> list[str]:
+    """Every ptxas to try, newest toolkits first: the PTX Triton emits carries the .version of
+    the ptxas it was built for, which an older one refuses."""
+    found = [shutil.which("ptxas"), "/usr/local/cuda/bin/ptxas"]
     try:
         import triton
 
-        bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
-        if bundled.is_file():
-            return str(bundled)
+        found.append(str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"))
     except ImportError:
         pass
-    return shutil.which("ptxas")
+    unique: list[str] = []
+    for tool in found:
+        if tool and Path(tool).is_file() and tool not in unique:
+            unique.append(tool)
+    return unique
 
 
 def resource_usage(ptx: Path, arch: int) -> str:
     """Registers, spills and barriers of the PTX compiled again by ptxas -v (same as the cubin)."""
-    tool = ptxas()
-    if tool is None:
-        return "(no ptxas found)"
     suffix = "a" if arch >= 90 else ""
-    try:
-        out = subprocess.run(
-            [tool, f"-arch=sm_{arch}{suffix}", "-v", str(ptx), "-o", "/dev/null"],
-            capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
-    except OSError as exc:
-        return f"(ptxas failed: {exc})"
-    text = out.stderr + out.stdout
-    lines = [
-        ln.split(":", 1)[-1].strip() for ln in text.splitlines() if "Used" in ln or "spill" in ln
-    ]
-    return "; ".join(lines) or f"(no resource line: {text.strip()[:200]})"
+    failures = []
+    for tool in ptxas_candidates():
+        try:
+            out = subprocess.run(
+                [tool, f"-arch=sm_{arch}{suffix}", "-v", str(ptx), "-o", "/dev/null"],
+                capture_output=True, text=True, timeout=120, check=False,
+            )  # fmt: skip
+        except OSError as exc:
+            failures.append(f"{tool}: {exc}")
+            continue
+        text = out.stderr + out.stdout
+        keep = [
+            ln.split(":", 1)[-1].strip()
+            for ln in text.splitlines()
+            if "Used" in ln or "spill" in ln
+        ]
+        if out.returncode == 0 and keep:
+            return "; ".join(keep)
+        failures.append(
+            f"{tool}: {text.strip().splitlines()[-1][:120] if text.strip() else out.returncode}"
+        )
+    return "(no ptxas could read it: " + " | ".join(failures) + ")"
 
 
 # TTGIR names that are attributes, not operations.
@@ -132,7 +143,13 @@ def arguments(signature: str) -> str:
     return ", ".join(parts) or signature.strip()
 
 
-def report(cache: Path) -> None:
+def from_topic(folder: Path, stem: str) -> bool:
+    """Whether a cached kernel was compiled from a file of kernels/triton (not torch.compile's)."""
+    ttir = folder / f"{stem}.ttir"
+    return ttir.is_file() and "kernels/triton/" in ttir.read_text()
+
+
+def report(cache: Path, everything: bool = False) -> None:
     header()
     kernels = []
     for meta_path in cache.rglob("*.json"):
@@ -142,7 +159,7 @@ def report(cache: Path) -> None:
             meta = json.loads(meta_path.read_text())
         except (OSError, ValueError):
             continue
-        if meta.get("name"):
+        if meta.get("name") and (everything or from_topic(meta_path.parent, meta_path.stem)):
             kernels.append((meta["name"], -int(meta.get("shared") or 0), meta_path, meta))
     for name, _, meta_path, meta in sorted(kernels, key=lambda k: k[:2]):
         folder, stem = meta_path.parent, meta_path.stem
@@ -239,8 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cache", type=Path, help="the TRITON_CACHE_DIR the bench ran with")
     parser.add_argument("--sweep", type=float, default=0.0, metavar="S")
+    parser.add_argument(
+        "--all", action="store_true", help="also the kernels torch.compile built in the same cache"
+    )
     args = parser.parse_args(argv)
-    report(args.cache)
+    report(args.cache, everything=args.all)
     if args.sweep > 0:
         sweep(args.sweep)
     return 0
