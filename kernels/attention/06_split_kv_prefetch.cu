@@ -29,6 +29,14 @@
 // Size constraints: as 04 (D = 128, G = 4, T a multiple of 64; tokens_per_split a multiple of 64;
 // splits <= 256; B * Hkv <= 4096 counters; launches must not overlap).
 //
+// Outcome (scratch, same run, direction only; the measured figures are the suite's): every
+// prefetch distance lost, and the farther ahead the more (p2 least, p8 most); the L2::256B load
+// hint lost a few percent alone. p0, 04's loop, timed level with 04. The suite measures p4, the
+// prediction's centre, so the loss has a recorded figure.
+//
+// Resources (nvcc 13.0, -arch=sm_90, no spills): p0 and h0 128 registers, p2, p4, h4, p8 120;
+// 20740 bytes of static shared memory. compute-sanitizer memcheck: clean (p4 and h4, T = 256).
+//
 // Measured variant: p4 (the entry the suite times; the others are built for comparison)
 
 constexpr int D = 128;

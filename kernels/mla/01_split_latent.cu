@@ -42,7 +42,21 @@
 // multiple of 64; splits <= MAX_SPLITS; B * H / HB <= MAX_GROUPS counters; the grid must fit in
 // one wave of resident CTAs (the launcher checks); launches must not overlap.
 //
-// Measured variant: m4_s3 (the entry the suite times; the others are built for comparison)
+// Outcome of the first run (scratch and suite, direction only here; DESIGN.md points at the
+// cases): correct at every shape (float64 reference), and far from the floors. One CTA an SM was
+// latency-bound: its 8 warps pass three barriers a tile in lock step, so the tile's dependent mma
+// chains and the softmax's shuffle chains are exposed, and at 16 heads the stream ran near half of
+// copy with 8 sequences; at 128 heads the four m-tiles made it slower still. m1_s2 (added after
+// that run) halves the ring so that two CTAs share an SM and hide each other's waits; the grid is
+// sized from the driver's occupancy figure, so it stays within one wave.
+//
+// Resources (nvcc 13.0, -arch=sm_90, no spills; dynamic shared memory from the suite's smem_bytes):
+// m1_s2 117 registers, 99904 bytes; m1_s3 117, 137280; m1_s4 117, 174656; m2_s4 170, 199808; m4_s3
+// 252 and m4_s3x 254, 212736. compute-sanitizer memcheck: clean (m1_s4 and m4_s3 at B 1 H 16 T 64,
+// B 1 H 128 T 128, B 2 H 16 T 256).
+//
+// Measured variant: m1_s2 h>=64:m4_s3 (the entries the suite times, by head count; the others are
+// built for comparison)
 
 constexpr int DQK = 576;              // latent 512 + rope 64
 constexpr int DV = 512;               // the latent part, also the value
@@ -447,4 +461,13 @@ split_latent_m4_s3x(const unsigned short* __restrict__ q, const unsigned short* 
                     const int* __restrict__ table, float2* __restrict__ part_ml, float* __restrict__ part_acc,
                     unsigned short* __restrict__ out, int H, int T, int tokens_per_split, float scale_log2) {
     mla_body<4, 3, true>(q, pool, table, part_ml, part_acc, out, H, T, tokens_per_split, scale_log2);
+}
+// Two CTAs an SM: 2 tiles of 36 KB and 16 heads fit in 98 KB of shared memory and 117 registers a
+// thread, so two CTAs share an SM and each one's barriers and dependent mma chains hide under the
+// other's work.
+extern "C" __global__ void __launch_bounds__(THREADS, 2)
+split_latent_m1_s2(const unsigned short* __restrict__ q, const unsigned short* __restrict__ pool,
+                   const int* __restrict__ table, float2* __restrict__ part_ml, float* __restrict__ part_acc,
+                   unsigned short* __restrict__ out, int H, int T, int tokens_per_split, float scale_log2) {
+    mla_body<1, 2>(q, pool, table, part_ml, part_acc, out, H, T, tokens_per_split, scale_log2);
 }

@@ -67,21 +67,27 @@ SHAPES: tuple[dict[str, int], ...] = (
 # 01 builds `split_latent_m<MT>_s<STAGES>[x]`: MT m16 tiles of heads a CTA (16 MT heads), STAGES
 # shared-memory tiles of the cache in flight, x the other split of the score work among warps. The header names the one the suite measures at
 # H >= 16 MT (below that, `m1_s4`); the rest stay in the file for comparison.
-ENTRIES: tuple[str, ...] = ("m1_s3", "m1_s4", "m2_s4", "m4_s3", "m4_s3x")
+ENTRIES: tuple[str, ...] = ("m1_s2", "m1_s3", "m1_s4", "m2_s4", "m4_s3", "m4_s3x")
 VARIANT: dict[str, str] = {}  # stem -> variant, overriding the header (comparisons only)
 MEASURED = re.compile(r"^// Measured variant: (\S+)", re.MULTILINE)
 
 
-def measured_variant(version: Version) -> str:
-    """The variant the suite times: VARIANT's entry if one is set (side-by-side comparisons set
-    it), else the one the .cu file names in its header ("// Measured variant: NAME"), so that
-    choosing another variant changes that version's figures and no other."""
+def measured_variant(version: Version, heads: int) -> str:
+    """The variant the suite times at `heads` query heads: VARIANT's entry if one is set
+    (side-by-side comparisons set it), else the header's ("// Measured variant: NAME" or
+    "// Measured variant: NAME h>=N:OTHER", OTHER from N heads up), so that choosing another
+    variant changes that version's figures and no other."""
     if version.stem in VARIANT:
         return VARIANT[version.stem]
     m = MEASURED.search(version.source)
     if m is None:
         raise ValueError(f"{version.id}: no '// Measured variant:' line in its header")
-    return m[1]
+    line = version.source[m.start() : version.source.index("\n", m.start())]
+    chosen = m[1]
+    for rule in re.findall(r"h>=(\d+):(\S+)", line):
+        if heads >= int(rule[0]):
+            chosen = rule[1]
+    return chosen
 
 
 def smem_bytes(mt: int, stages: int) -> int:
@@ -98,12 +104,13 @@ def parse_variant(variant: str) -> tuple[int, int]:
     return int(mt), int(stages)
 
 
-def plan(variant: str, shape: Shape, sm_count: int) -> tuple[str, int, int, int]:
-    """(entry suffix, splits, tokens a split, head blocks) for `variant` at `shape`.
+def plan(variant: str, shape: Shape, sm_count: int, per_sm: int = 1) -> tuple[str, int, int, int]:
+    """(entry suffix, splits, tokens a split, head blocks) for `variant` at `shape`, with
+    `per_sm` CTAs of it resident an SM.
 
-    One CTA an SM (the shared memory allows no second), so the grid is kept within one wave:
-    the merge's last CTAs wait for the others, which must all be running. The context is cut
-    into whole pages, as evenly as the grid allows."""
+    The grid is kept within one wave of resident CTAs: the merge's last CTAs wait for the
+    others, which must all be running. The context is cut into whole pages, as evenly as the
+    grid allows."""
     b, h, t = shape["b"], shape["h"], shape["t"]
     mt = parse_variant(variant)[0]
     if h < 16 * mt:
@@ -117,10 +124,11 @@ def plan(variant: str, shape: Shape, sm_count: int) -> tuple[str, int, int, int]
         raise ValueError("; ".join(problems))
     blocks = h // (16 * mt)
     groups = b * blocks
-    if groups > min(sm_count, MAX_GROUPS):
-        raise ValueError(f"B*H/HB={groups} CTA groups exceed one wave of {sm_count} CTAs")
+    wave = sm_count * per_sm
+    if groups > min(wave, MAX_GROUPS):
+        raise ValueError(f"B*H/HB={groups} CTA groups exceed one wave of {wave} CTAs")
     pages = t // PAGE
-    most = min(sm_count // groups, MAX_SPLITS)
+    most = min(wave // groups, MAX_SPLITS)
     per = -(-pages // most)
     splits = -(-pages // per)
     return variant, splits, per * PAGE, blocks
@@ -203,17 +211,39 @@ def _sms() -> int:
     return kit.device_limits(cupy.cuda.Device().id)[0]
 
 
+_resident: dict[int, int] = {}
+
+
+def _resident_per_sm(fn: Any, smem: int) -> int:
+    """CTAs of `fn` the driver fits on one SM (its occupancy calculator), at most 2; 1 if the
+    query is not available. The merge relies on it: a grid larger than one wave would wait on
+    CTAs that cannot start."""
+    if id(fn) not in _resident:
+        try:
+            import cupy
+
+            ptr = getattr(fn, "kernel", fn).ptr  # a RawKernel's cupy.cuda.Function
+            n = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(ptr, THREADS, smem)
+        except Exception:
+            n = 1
+        _resident[id(fn)] = max(1, min(int(n), 2))
+    return _resident[id(fn)]
+
+
 def _launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
     if version.stem != "01_split_latent":
         raise KeyError(f"mla: no launch for {version.stem}")
     b, h, t = shape["b"], shape["h"], shape["t"]
-    variant, splits, per, blocks = plan(measured_variant(version), shape, _sms())
+    variant = measured_variant(version, h)
+    if h < 16 * parse_variant(variant)[0]:
+        variant = "m1_s4"
     mt, stages = parse_variant(variant)
     smem = smem_bytes(mt, stages)
     fn = kit.kernel(module, f"split_latent_{variant}")
     if id(fn) not in _raised:
         fn.max_dynamic_shared_size_bytes = smem
         _raised.add(id(fn))
+    variant, splits, per, blocks = plan(variant, shape, _sms(), _resident_per_sm(fn, smem))
     part_ml = _buffer("part_ml", 2 * b * h * splits)
     part_acc = _buffer("part_acc", b * h * splits * DV)
     fn(

@@ -60,12 +60,22 @@ def test_every_variant_is_built_and_every_shape_planned(
     assert entries == {f"split_latent_{v}" for v in suite.ENTRIES}
     for variant in suite.ENTRIES:
         for shape in loaded.claims["01_split_latent"].shapes:
-            chosen, splits, per, blocks = suite.plan(variant, shape, H200_SMS)
-            mt, _ = suite.parse_variant(chosen)
-            assert shape["h"] == blocks * 16 * mt
-            assert per % suite.PAGE == 0 and splits * per >= shape["t"] > (splits - 1) * per
-            assert splits * blocks * shape["b"] <= H200_SMS  # one wave: the merge waits on it
-            assert splits <= suite.MAX_SPLITS
+            for per_sm in (1, 2):
+                chosen, splits, per, blocks = suite.plan(variant, shape, H200_SMS, per_sm)
+                mt, _ = suite.parse_variant(chosen)
+                assert shape["h"] == blocks * 16 * mt
+                assert per % suite.PAGE == 0 and splits * per >= shape["t"] > (splits - 1) * per
+                # one wave: the merge's last CTAs wait on every other CTA of their group
+                assert splits * blocks * shape["b"] <= per_sm * H200_SMS
+                assert splits <= suite.MAX_SPLITS
+
+
+def test_header_names_the_measured_variant_by_head_count(
+    loaded: LoadedSuite, suite: ModuleType
+) -> None:
+    version = version_named(loaded, "01_split_latent")
+    assert suite.measured_variant(version, 16) == "m1_s2"
+    assert suite.measured_variant(version, 128) == "m4_s3"
 
 
 def test_shared_memory_mirrors_the_kernel(loaded: LoadedSuite, suite: ModuleType) -> None:
@@ -74,8 +84,10 @@ def test_shared_memory_mirrors_the_kernel(loaded: LoadedSuite, suite: ModuleType
     assert consts["DQK"] == suite.DQK and consts["DV"] == suite.DV and consts["PAGE"] == suite.PAGE
     assert consts["TT"] == suite.TILE and consts["WARPS"] * 32 == suite.THREADS
     for variant in suite.ENTRIES:
-        assert suite.smem_bytes(*suite.parse_variant(variant)) <= 227 * 1024
-        assert suite.smem_bytes(*suite.parse_variant(variant)) > 114 * 1024  # one CTA an SM
+        smem = suite.smem_bytes(*suite.parse_variant(variant))
+        assert smem <= 227 * 1024
+        # m1_s2 is built for two CTAs an SM (228 KB, 1 KB reserved a CTA); the rest for one
+        assert (2 * (smem + 1024 + 16) <= 228 * 1024) == (variant == "m1_s2")
 
 
 def test_plan_refuses_ragged_contexts(suite: ModuleType) -> None:
