@@ -86,7 +86,8 @@ MAX_DRAFT = 8  # 01: shared memory sized for 8 new tokens; 02-04: one 8-token ma
 T_MULTIPLE = attention.DECODE_T_MULTIPLE
 THREADS = 256
 MERGE_THREADS = D // 2
-MMA_ROWS = 16  # 02: query rows a CTA, one m16 tile of the tensor-core product
+MMA_ROWS = 16  # 02-04: query rows a CTA, one m16 tile of the tensor-core product
+MERGE_MAX_SPLITS = 64  # 04: ranges its last CTA's merge weighs in shared memory
 
 # --- shapes -----------------------------------------------------------------------------
 
@@ -158,15 +159,15 @@ def plan_verify(
 TENSOR_CORE_ENTRIES = {
     "02_tensor_core": ("verify_mma8", "verify_mma16"),
     "03_one_launch": ("verify_fused8", "verify_fused16"),
-    "04_two_stages": ("verify_staged8", "verify_staged16"),
+    "04_in_flight": ("verify_staged8", "verify_staged16"),
 }
-ONE_LAUNCH = ("03_one_launch", "04_two_stages")  # the last CTA of a row block merges
+ONE_LAUNCH = ("03_one_launch", "04_in_flight")  # the last CTA of a row block merges
 
 
 def plan_for(stem: str, k: int, t: int, sm_count: int) -> tuple[str, VerifyPlan]:
     """The main kernel's entry and its plan: 01 two CTAs an SM; 02-04 two for blocks of at
     most 8 rows (k <= 2), one for blocks of 16, whose state needs 168 registers a thread (206
-    with 04's second stage)."""
+    with 04's second stage). A plan has at most 2 x SMs / 8 ranges (33 on 132 SMs)."""
     if stem == "01_one_pass":
         return "verify_partial", plan_verify(k, t, sm_count)
     if stem in TENSOR_CORE_ENTRIES:
@@ -302,6 +303,8 @@ def _launch_verify(module: Any, version: Version, shape: Shape, arrays: Arrays) 
     _require_fit(version, shape)
     k, t = shape["k"], shape["t"]
     entry, plan = plan_for(version.stem, k, t, attention._sms())
+    if version.stem == "04_in_flight" and plan.splits > MERGE_MAX_SPLITS:
+        raise ValueError(f"{version.id}: {plan.splits} ranges; its merge holds {MERGE_MAX_SPLITS}")
     if version.stem == "01_one_pass":
         grid: tuple[int, ...] = (plan.splits, HKV, B)
     else:

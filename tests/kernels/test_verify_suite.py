@@ -26,14 +26,14 @@ EXPECTED = {
     "01_one_pass": "verify",
     "02_tensor_core": "verify",
     "03_one_launch": "verify",
-    "04_two_stages": "verify",
+    "04_in_flight": "verify",
 }
 ENTRIES = {
     "00_k_decodes": {"split_kv"},  # from attention/04, included
     "01_one_pass": {"verify_partial", "verify_merge"},
     "02_tensor_core": {"verify_mma8", "verify_mma16", "verify_merge"},
     "03_one_launch": {"verify_fused8", "verify_fused16"},
-    "04_two_stages": {"verify_staged8", "verify_staged16"},
+    "04_in_flight": {"verify_staged8", "verify_staged16"},
 }
 
 
@@ -87,11 +87,12 @@ def test_work_model_at_the_headline(suite: ModuleType) -> None:
 def test_plan_is_one_wave_of_whole_steps(suite: ModuleType, sms: int) -> None:
     for t in (64, 192, 1024, 4096, 32768, 131072):
         for k in range(1, 9):
-            for stem in ("01_one_pass", "02_tensor_core", "03_one_launch", "04_two_stages"):
+            for stem in ("01_one_pass", "02_tensor_core", "03_one_launch", "04_in_flight"):
                 entry, p = suite.plan_for(stem, k, t, sms)
                 per_sm = 1 if entry.endswith("16") else 2
                 assert p.ctas <= max(per_sm * sms, 8 * p.row_blocks), (stem, k, t, p)
                 assert p.tokens_per_split % 64 == 0
+                assert p.splits <= suite.MERGE_MAX_SPLITS
                 assert (p.splits - 1) * p.tokens_per_split < t <= p.splits * p.tokens_per_split
                 assert p.rows == 4 * k
                 assert p.row_blocks == (-(-4 * k // 16) if entry.endswith("16") else 1)
@@ -99,7 +100,7 @@ def test_plan_is_one_wave_of_whole_steps(suite: ModuleType, sms: int) -> None:
     assert suite.plan_for("02_tensor_core", 2, 4096, 132)[0] == "verify_mma8"
     assert suite.plan_for("02_tensor_core", 3, 4096, 132)[0] == "verify_mma16"
     assert suite.plan_for("03_one_launch", 8, 4096, 132)[0] == "verify_fused16"
-    assert suite.plan_for("04_two_stages", 1, 4096, 132)[0] == "verify_staged8"
+    assert suite.plan_for("04_in_flight", 1, 4096, 132)[0] == "verify_staged8"
     with pytest.raises(ValueError):
         suite.plan_verify(9, 4096, 132)
 
@@ -133,7 +134,7 @@ def test_header_states_idea_bound_and_constraints(loaded: LoadedSuite, stem: str
 
 
 def test_constants_match_the_launcher(loaded: LoadedSuite, suite: ModuleType) -> None:
-    for stem in ("01_one_pass", "02_tensor_core", "03_one_launch", "04_two_stages"):
+    for stem in ("01_one_pass", "02_tensor_core", "03_one_launch", "04_in_flight"):
         source = version_named(loaded, stem).source
         assert "constexpr int D = 128;" in source and "constexpr int G = 4;" in source
         merged_apart = stem in ("01_one_pass", "02_tensor_core")
@@ -143,9 +144,11 @@ def test_constants_match_the_launcher(loaded: LoadedSuite, suite: ModuleType) ->
         f"constexpr int MAX_DRAFT = {suite.MAX_DRAFT};"
         in version_named(loaded, "01_one_pass").source
     )
-    for stem in ("02_tensor_core", "03_one_launch", "04_two_stages"):
+    for stem in ("02_tensor_core", "03_one_launch", "04_in_flight"):
         assert "constexpr int BLOCK_ROWS = 16;" in version_named(loaded, stem).source
     assert suite.MMA_ROWS == 16 and suite.MERGE_THREADS == 64 and suite.THREADS == 256
+    merge = f"constexpr int MERGE_MAX_SPLITS = {suite.MERGE_MAX_SPLITS};"
+    assert merge in version_named(loaded, "04_in_flight").source
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -288,7 +291,7 @@ def test_sixteen_row_step_computes_scores_and_pv(loaded: LoadedSuite) -> None:
     """Rows g in a0/a2 and g + 8 in a1/a3 of m16n8k16: the scores of all 16 rows, c0/c1 row g and
     c2/c3 row g + 8; each as the B fragment of its own m16n8k8 P V block; the write-back puts
     block b's columns 2t, 2t + 1 at rows 8 b + 2t, 8 b + 2t + 1."""
-    for stem in ("02_tensor_core", "03_one_launch", "04_two_stages"):
+    for stem in ("02_tensor_core", "03_one_launch", "04_in_flight"):
         source = version_named(loaded, stem).source
         for line in STEP_LINES:
             assert line in source, (stem, line)
@@ -412,7 +415,7 @@ def test_two_stage_loop_visits_every_step_once_with_its_own_rows(loaded: LoadedS
     """04's loop as written: stage_step computes on the rows its stage holds, reloads the stage
     `ahead` tokens on, and the two stages alternate; every step of the warp is computed once, on
     the rows loaded for it, for ranges of 1 to 5 steps."""
-    source = version_named(loaded, "04_two_stages").source
+    source = version_named(loaded, "04_in_flight").source
     assert "const int t_ahead = t + ahead;" in source
     assert "stage_step<NB>(st, qa, kr2, vr2, kh, vh, t, t_end, 2 * CTA_TOKENS" in source
     for steps in range(1, 6):

@@ -1,25 +1,31 @@
-// 04 two stages: 03 with two steps of K and V in flight a warp for the 16-row blocks
+// 04 in flight: 03 with more loads in flight where it waited: a second register stage of K and V
+// for the 16-row blocks, and the last CTA's merge issuing its partial loads together
 //
-// Idea against 03: the 16-row kernel holds 168 registers a thread, so it runs one CTA (8 warps)
-// an SM where the 4- and 8-row kernels run two. A warp issues its next step's K and V loads (4 KB)
-// while it computes the current step, so an SM has about 32 KB in flight instead of 64 KB, and
-// the 16-row cases stream slower: 03 measured them a few us behind the 8-row ones at k = 3 and 4,
-// and k = 6 and 8 (two row blocks, so each SM streams twice the tokens) far behind. One CTA an SM
-// leaves registers unused (65536 / 256 = 256 a thread), so here each warp of a 16-row block keeps
-// two register stages of K and V: while it computes step n it has steps n + 1 and n + 2 in
-// flight, 8 KB a warp, 64 KB an SM, as at two CTAs an SM. The 8-row kernel keeps one stage (two
-// would push it past the 128 registers that two CTAs an SM allow). The draft positions' rows are
-// also prefetched into the L2 at the start, so the masked step after the loop waits on the L2,
-// not on device memory.
+// Idea against 03: two places where 03 waits on memory with little in flight.
+// (1) The 16-row kernel holds 168 registers a thread, so it runs one CTA (8 warps) an SM where
+// the 4- and 8-row kernels run two. A warp issues its next step's K and V loads (4 KB) while it
+// computes the current step, so an SM has about 32 KB in flight instead of 64 KB: 03 measured the
+// 16-row cases a few us behind the 8-row ones at k = 3 and 4, and k = 6 and 8 (two row blocks, so
+// each SM streams twice the tokens) far behind. One CTA an SM leaves registers unused (65536 / 256
+// = 256 a thread), so each warp of a 16-row block keeps two register stages: while it computes
+// step n, steps n + 1 and n + 2 are in flight, 8 KB a warp, 64 KB an SM, as at two CTAs an SM
+// (206 registers). The 8-row kernel keeps one stage: two would pass the 128 registers that two
+// CTAs an SM allow.
+// (2) 03's last CTA merges a row block's ranges in a loop that waits on each range's partial
+// before loading the next: ~32 dependent L2 round trips on the critical path at T = 32K. Here the
+// weights are computed once per row (16 threads a row, shuffles) and the accumulator loads of 8
+// ranges go out together, 4 round trips for 32 ranges. The draft positions' rows are also
+// prefetched into the L2 at the start, so the masked step after the loop waits on the L2.
 //
-// Expected bound (estimate), B = 1, 32 query / 8 KV heads, D = 128, T = 32768: the 16-row cases
-// should come down to the 8-row ones, ~41 us at k = 3 and 4 (03: ~43), and k = 6 and 8 from ~60
-// toward ~45 us if the second row block's reads come from the L2; 31.3 us is the copy floor.
+// Expected bound (estimate), B = 1, 32 query / 8 KV heads, D = 128, T = 32768: the merge and the
+// draft step save ~2-3 us at every k (03: ~41 us at k = 1 against attention/04's ~37 us for the
+// same bytes); the 16-row cases should come down to the 8-row ones, and k = 6 and 8 from ~60
+// toward ~45 us if the second row block's reads come from the L2. 31.3 us is the copy floor.
 //
 // Size constraints: 03's (D = 128, 4 query heads a KV head, 1 <= k <= 8, T a multiple of 64,
-// tokens_per_split a multiple of 64, every split non-empty, B * Hkv * row blocks <= 4096);
-// launches must not overlap (they share the counters), and a launch cut short leaves its counters
-// non-zero.
+// tokens_per_split a multiple of 64, every split non-empty, B * Hkv * row blocks <= 4096) and at
+// most 64 ranges (MERGE_MAX_SPLITS; the launcher's plan makes at most 2 x SMs / 8); launches must
+// not overlap (they share the counters), and a launch cut short leaves its counters non-zero.
 
 constexpr int D = 128;
 constexpr int G = 4;                  // query heads per KV head
@@ -32,12 +38,16 @@ constexpr int TILES = 8;              // m16 tiles of dimensions in the P V prod
 constexpr int BLOCK_ROWS = 16;        // query rows a CTA (one m16 tile of scores)
 constexpr int MAX_COUNTERS = 4096;
 constexpr int MERGE_SPAN = 8;         // output dims a thread of the last CTA's merge writes
+constexpr int MERGE_BATCH = 8;        // ranges whose partial loads the merge issues together
+constexpr int MERGE_MAX_SPLITS = 64;  // ranges a row block's merge weighs (shared memory)
 constexpr float RESCALE_SLACK = 8.0f;
 
 static_assert(D == 128 && CHUNKS * 4 * 8 == D, "4 lanes x 4 chunks of 8 dims cover a row");
 static_assert(CTA_TOKENS == 64, "the launcher checks T % 64 == 0 and tokens_per_split % 64 == 0");
 static_assert(WARP_TOKENS == 8, "the draft positions (k <= 8) fit one masked warp-step");
 static_assert(WARPS == 8, "the CTA merge folds 8 warp states in three rounds");
+static_assert(BLOCK_ROWS * MERGE_MAX_SPLITS <= (WARPS / 2) * TILES * 4 * 32,
+              "the merge weights fit in the 8-row fold buffer, free once the CTA merge is done");
 static_assert(BLOCK_ROWS * D / MERGE_SPAN == THREADS,
               "the last CTA's merge gives a thread 8 dims of a row");
 
@@ -73,37 +83,68 @@ __device__ __forceinline__ unsigned take_ticket(unsigned* counter) {
     return old;
 }
 
-// The merge of one row block's ranges, run by the CTA that drew the last ticket: thread
-// (r, c) = (threadIdx.x / 16, threadIdx.x % 16) writes dims 8c..8c+7 of block row r. Out of
-// line, so that its registers are allocated apart from the main loop's. The partials were
-// written by other CTAs during this launch: __ldcg reads them from the L2, never from L1.
+// The merge of one row block's ranges, run by every thread of the CTA that drew the last ticket:
+// thread (r, c) = (threadIdx.x / 16, threadIdx.x % 16) writes dims 8c..8c+7 of block row r. First
+// the 16 threads of a row take its ranges c, c + 16, ..., reduce M and L with shuffles and store
+// the weights 2^(m_i - M) in shared memory; then each sums its 8 dims over the ranges with the
+// loads of 8 ranges issued before any is used, so 32 ranges cost 4 L2 round trips, not 32 (03's
+// loop waits on each range's load in turn). Out of line, so that its registers are allocated
+// apart from the main loop's. The partials were written by other CTAs during this launch: __ldcg
+// reads them from the L2, never from L1.
 __device__ __noinline__ void merge_block(const float* __restrict__ part_m,
                                          const float* __restrict__ part_l,
                                          const float* __restrict__ part_acc,
-                                         unsigned short* __restrict__ out, int left, size_t base,
-                                         int splits) {
+                                         unsigned short* __restrict__ out, float* weight,
+                                         int left, size_t base, int splits) {
     const int r = threadIdx.x / (D / MERGE_SPAN), c = threadIdx.x % (D / MERGE_SPAN);
-    if (r >= left) return;
+    const bool live = r < left;
     const size_t row = base + r;
     const float* pm = part_m + row * splits;
     const float* pl = part_l + row * splits;
     float big = __int_as_float(0xff800000u);
-    for (int i = 0; i < splits; ++i) big = fmaxf(big, __ldcg(pm + i));
-    float sum = 0.0f, acc[MERGE_SPAN] = {};
-    for (int i = 0; i < splits; ++i) {
-        const float w = fast_exp2(__ldcg(pm + i) - big);
-        sum = fmaf(w, __ldcg(pl + i), sum);
-        const float4* src =
-            reinterpret_cast<const float4*>(part_acc + (row * splits + i) * D + MERGE_SPAN * c);
-        const float4 a = __ldcg(src), b = __ldcg(src + 1);
-        acc[0] = fmaf(w, a.x, acc[0]);
-        acc[1] = fmaf(w, a.y, acc[1]);
-        acc[2] = fmaf(w, a.z, acc[2]);
-        acc[3] = fmaf(w, a.w, acc[3]);
-        acc[4] = fmaf(w, b.x, acc[4]);
-        acc[5] = fmaf(w, b.y, acc[5]);
-        acc[6] = fmaf(w, b.z, acc[6]);
-        acc[7] = fmaf(w, b.w, acc[7]);
+    for (int i = c; i < splits; i += D / MERGE_SPAN) {
+        if (live) big = fmaxf(big, __ldcg(pm + i));
+    }
+#pragma unroll
+    for (int off = 8; off > 0; off >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, off));
+    float sum = 0.0f;
+    for (int i = c; i < splits; i += D / MERGE_SPAN) {
+        if (live) {
+            const float w = fast_exp2(__ldcg(pm + i) - big);
+            sum = fmaf(w, __ldcg(pl + i), sum);
+            weight[r * MERGE_MAX_SPLITS + i] = w;
+        }
+    }
+#pragma unroll
+    for (int off = 8; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    __syncthreads();
+    if (!live) return;
+
+    float acc[MERGE_SPAN] = {};
+    const float4* src = reinterpret_cast<const float4*>(part_acc + row * splits * D + MERGE_SPAN * c);
+    for (int i0 = 0; i0 < splits; i0 += MERGE_BATCH) {
+        float4 a[MERGE_BATCH], b[MERGE_BATCH];
+#pragma unroll
+        for (int j = 0; j < MERGE_BATCH; ++j) {
+            if (i0 + j < splits) {
+                a[j] = __ldcg(src + static_cast<size_t>(i0 + j) * (D / 4));
+                b[j] = __ldcg(src + static_cast<size_t>(i0 + j) * (D / 4) + 1);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < MERGE_BATCH; ++j) {
+            if (i0 + j < splits) {
+                const float w = weight[r * MERGE_MAX_SPLITS + i0 + j];
+                acc[0] = fmaf(w, a[j].x, acc[0]);
+                acc[1] = fmaf(w, a[j].y, acc[1]);
+                acc[2] = fmaf(w, a[j].z, acc[2]);
+                acc[3] = fmaf(w, a[j].w, acc[3]);
+                acc[4] = fmaf(w, b[j].x, acc[4]);
+                acc[5] = fmaf(w, b[j].y, acc[5]);
+                acc[6] = fmaf(w, b[j].z, acc[6]);
+                acc[7] = fmaf(w, b[j].w, acc[7]);
+            }
+        }
     }
     const float inv = 1.0f / sum;
     const uint4 packed = make_uint4(pack_bf16x2(acc[0] * inv, acc[1] * inv),
@@ -448,7 +489,7 @@ __device__ __forceinline__ void verify_mma(const unsigned short* __restrict__ q,
     __syncthreads();
     if (ticket != gridDim.y - 1) return;
 
-    merge_block(part_m, part_l, part_acc, out, min(left, BLOCK_ROWS), base,
+    merge_block(part_m, part_l, part_acc, out, &buf_acc[0][0], min(left, BLOCK_ROWS), base,
                 static_cast<int>(n_splits));
     if (threadIdx.x == 0) block_tickets[counter] = 0;  // ready for the next launch
 }
