@@ -199,7 +199,7 @@ def test_summary_table_lines() -> None:
     lines = table.splitlines()
     assert lines[0].split()[:3] == ["op", "eager", "us"]
     row = lines[1].split()
-    assert row[:7] == ["softmax_bf16", "417.2", "310.8", "1.34x", "2", "1", "no"]
+    assert row[:8] == ["softmax_bf16", "417.2", "310.8", "1.34x", "2", "1", "no", "-"]
     assert lines[1].endswith("triton_per_fused__softmax_0 (persistent reduction)")
     assert lines[2].startswith("late_op") and lines[2].endswith("skipped (time budget)")
     assert all(line == line.rstrip() for line in lines)
@@ -267,3 +267,53 @@ def test_config_lines() -> None:
         "40 registers, 0 spills"
     ]
     assert cap.config_lines({}) == []
+
+
+def test_short_call_and_bias_addmm_is_cublas() -> None:
+    assert cap.short_call("extern_kernels.bias_addmm") == "bias_addmm"
+    assert (
+        cap.short_call("torch.ops.aten._scaled_dot_product_cudnn_attention.default")
+        == "aten._scaled_dot_product_cudnn_attention"
+    )
+    assert cap.calls_cublas([cap.Launch("extern", "extern_kernels.bias_addmm")])
+
+
+def test_reparse_rewrites_what_the_code_gives_and_keeps_the_timings(tmp_path: Path) -> None:
+    rec = _record("linear_gelu_bf16", 0.1993, 0.2010, False)
+    rec["kernels"], rec["launches"] = [], []
+    cap.write_summary(tmp_path, PROV, [rec, {"op": "late", "status": "skipped (time budget)"}])
+    (tmp_path / "linear_gelu_bf16").mkdir()
+    text = cap.header(["inductor/linear_gelu_bf16: title", "provenance"]) + OUTPUT_CODE
+    (tmp_path / "linear_gelu_bf16" / "output_code.txt").write_text(text)
+    assert cap.strip_header(text) == OUTPUT_CODE
+    assert cap.main(["--reparse", "--out", str(tmp_path)]) == 0
+    import json
+
+    data = json.loads((tmp_path / "summary.json").read_text())
+    got = data["ops"][0]
+    assert got["cublas"] is True and got["eager"] == {"median_ms": 0.1993}
+    assert [k["name"] for k in got["kernels"]][0] == "triton_poi_fused_addmm_gelu_0"
+    assert data["ops"][1]["status"] == "skipped (time budget)"
+    assert data["provenance"] == PROV
+
+
+def test_ptx_counts_the_families_a_page_reads() -> None:
+    ptx = "\n".join(
+        [
+            ".visible .entry k(",
+            "\tld.global.v4.b32 \t{%r1, %r2, %r3, %r4}, [%rd1];",
+            "\t@%p1 ld.global.v4.b32 \t{%r5, %r6, %r7, %r8}, [%rd2];",
+            "\tex2.approx.ftz.f32 \t%f2, %f1;",
+            "\tdiv.rn.f32 \t%f3, %f2, %f4;",
+            "\tadd.f32 \t%f5, %f3, %f3;",
+            "\tbar.sync \t0;",
+            "$L__BB0_1:",
+            "\t// ld.global in a comment",
+        ]
+    )
+    assert cap.ptx_counts(ptx) == {
+        "ld.global.v4.b32": 2,
+        "bar.sync": 1,
+        "div.rn.f32": 1,
+        "ex2.approx.ftz.f32": 1,
+    }

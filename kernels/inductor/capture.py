@@ -4,8 +4,11 @@ For each operation of `OPS` this script, on a GPU machine:
 
 1. compiles it with `torch.compile(fn, dynamic=False)` (static shapes, as the
    suites' `torch.compile(...)` baselines do) and keeps Inductor's output code:
-   the whole Python module it wrote (`<op>/output_code.py`) and each generated
-   Triton kernel on its own (`<op>/<kernel>.py`);
+   the whole Python module it wrote (`<op>/output_code.txt`), each generated
+   Triton kernel on its own (`<op>/<kernel>.triton`) and, where the loaded
+   kernel or Triton's cache has it, its PTX in the config it ran with
+   (`<op>/<kernel>.ptx`, with a count of the memory, math and sync opcodes);
+   text suffixes, so no linter reads them as the project's Python;
 2. reads that code: which Triton kernels it defines (the name's prefix gives the
    kind: `triton_poi_` pointwise, `triton_per_` persistent reduction, whole row
    in registers, `triton_red_` looped reduction, `triton_tem_` a GEMM template),
@@ -74,7 +77,9 @@ _ATEN = re.compile(r"\b((?:torch\.ops\.)?aten\.\w+(?:\.\w+)?)\(")
 _LAUNCH = re.compile(r"\b(triton_\w+)\.run\(")
 _HEURISTIC = re.compile(r"@triton_heuristics\.(\w+)\(")
 _SIZE_HINTS = re.compile(r"size_hints=(\{[^}]*\}|\[[^\]]*\])")
-CUBLAS_CALLS = ("mm", "addmm", "bmm", "baddbmm", "_int_mm", "_scaled_mm")
+# ATen entry points Inductor calls for a matrix product; all go to cuBLAS or cuBLASLt on CUDA
+# (`bias_addmm` is addmm with the bias added by cuBLASLt's epilogue).
+CUBLAS_CALLS = ("mm", "addmm", "bias_addmm", "bmm", "baddbmm", "_int_mm", "_scaled_mm")
 
 
 def kernel_kind(name: str) -> str:
@@ -175,6 +180,39 @@ GPU_FAMILIES: tuple[tuple[tuple[str, ...], str], ...] = (
 )
 
 
+_OPCODE = re.compile(r"^\s*(?:@!?%\w+\s+)?([a-z][\w.:]*)")
+# The instruction families a page reads in a bandwidth-bound kernel: memory, math, sync.
+PTX_SHOWN = (
+    "ld.global",
+    "st.global",
+    "ld.shared",
+    "st.shared",
+    "ex2",
+    "lg2",
+    "div",
+    "rcp",
+    "rsqrt",
+    "sqrt",
+    "shfl",
+    "bar",
+    "red",
+    "atom",
+    "cp.async",
+    "mma",
+    "wgmma",
+)
+
+
+def ptx_counts(ptx: str) -> dict[str, int]:
+    """Static count of each PTX opcode of the families in PTX_SHOWN, most frequent first."""
+    counts: dict[str, int] = {}
+    for line in ptx.splitlines():
+        m = _OPCODE.match(line)
+        if m and m.group(1).startswith(PTX_SHOWN):
+            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 # --- the files it writes --------------------------------------------------------------------
 
 
@@ -195,6 +233,13 @@ def fmt_us(ms: float | None) -> str:
     return "-" if ms is None or not math.isfinite(ms) else f"{ms * 1e3:.1f}"
 
 
+def short_call(name: str) -> str:
+    """`extern_kernels.bias_addmm` -> `bias_addmm`; `torch.ops.aten.x.default` -> `aten.x`."""
+    for prefix in ("extern_kernels.", "torch.ops."):
+        name = name.removeprefix(prefix)
+    return name.removesuffix(".default")
+
+
 def summary_table(records: Sequence[dict[str, Any]]) -> str:
     """One line an operation: kernels generated and launched, cuBLAS, eager and compiled time."""
     cols = (
@@ -205,12 +250,13 @@ def summary_table(records: Sequence[dict[str, Any]]) -> str:
         "GPU kernels eager",
         "GPU kernels compiled",
         "cuBLAS",
+        "library calls",
         "generated Triton kernels",
     )
     rows = []
     for r in records:
         if r.get("status") != "ok":
-            rows.append((r["op"], "-", "-", "-", "-", "-", "-", r.get("status", "")))
+            rows.append((r["op"], "-", "-", "-", "-", "-", "-", "-", r.get("status", "")))
             continue
         e, c = r["eager"]["median_ms"], r["compiled"]["median_ms"]
         kinds = ", ".join(f"{k['name']} ({k['kind']})" for k in r["kernels"]) or "none"
@@ -223,6 +269,10 @@ def summary_table(records: Sequence[dict[str, Any]]) -> str:
                 str(len(r["gpu_kernels"]["eager"])),
                 str(len(r["gpu_kernels"]["compiled"])),
                 "yes" if r["cublas"] else "no",
+                ", ".join(
+                    short_call(x["name"]) for x in r.get("launches", []) if x["kind"] != "triton"
+                )
+                or "-",
                 kinds,
             )
         )
@@ -434,6 +484,15 @@ OPS: tuple[Op, ...] = (
         compare="softmax/04_block_row_bf16",
     ),
     Op(
+        "softmax_bf16_narrow",
+        "torch.softmax over rows of 1024, bf16 in and out",
+        {"rows": 131072, "cols": 1024},
+        "bf16",
+        _rows_inputs("bf16", 131072, 1024),
+        softmax,
+        compare="softmax/04_block_row_bf16",
+    ),
+    Op(
         "softmax_f32_wide",
         "torch.softmax, fp32, rows of 32768",
         {"rows": 4096, "cols": 32768},
@@ -610,16 +669,21 @@ def _profile(run: Callable[[], Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _output_module(names: Sequence[str]) -> Any:
+    """The loaded output module that defines every one of `names` (the newest such)."""
+    from torch._inductor.codecache import PyCodeCache
+
+    loaded = list(getattr(PyCodeCache, "modules", []) or [])
+    loaded += list(getattr(PyCodeCache, "cache", {}).values())
+    return next((m for m in reversed(loaded) if all(hasattr(m, n) for n in names)), None)
+
+
 def _launch_configs(names: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     """The config each generated kernel runs with after its first calls autotuned it (block
     sizes, warps, stages, registers, spills), read from the loaded output module; {} if this
     torch keeps it elsewhere."""
     try:
-        from torch._inductor.codecache import PyCodeCache
-
-        loaded = list(getattr(PyCodeCache, "modules", []) or [])
-        loaded += list(getattr(PyCodeCache, "cache", {}).values())
-        module = next((m for m in reversed(loaded) if all(hasattr(m, n) for n in names)), None)
+        module = _output_module(names)
         if module is None or not names:
             return {}
         out: dict[str, list[dict[str, Any]]] = {}
@@ -645,6 +709,57 @@ def _launch_configs(names: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
         return out
     except Exception:  # a private API: its absence must not stop the capture
         return {}
+
+
+def _cached_ptx(name: str, threads: int | None) -> str | None:
+    """A kernel's PTX from Triton's cache: the newest `<name>.ptx` whose `.maxntid` is the
+    chosen config's thread count (other autotuning candidates share the name)."""
+    import glob
+    import os
+
+    roots = [os.environ.get("TRITON_CACHE_DIR", ""), os.path.expanduser("~/.triton/cache")]
+    try:
+        from torch._inductor.runtime.runtime_utils import cache_dir
+
+        roots.append(cache_dir())
+    except Exception:
+        roots.append("/tmp/torchinductor_root")
+    found = []
+    for root in filter(None, roots):
+        found += glob.glob(os.path.join(root, "**", f"{name}.ptx"), recursive=True)
+    found.sort(key=os.path.getmtime, reverse=True)
+    for path in found:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        m = re.search(r"\.maxntid\s+(\d+)", text)
+        if threads is None or (m and int(m.group(1)) == threads):
+            return text
+    return None
+
+
+def kernel_ptx(names: Sequence[str], configs: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+    """The PTX of each generated kernel in the config it runs with: from the launcher's
+    compiled binary, else from Triton's cache; kernels with neither are left out."""
+    out: dict[str, str] = {}
+    try:
+        module = _output_module(names)
+    except Exception:
+        module = None
+    for name in names:
+        ptx = None
+        for launcher in getattr(getattr(module, name, None), "launchers", None) or []:
+            asm = getattr(getattr(launcher, "bin", None), "asm", None)
+            if isinstance(asm, dict) and isinstance(asm.get("ptx"), str):
+                ptx = asm["ptx"]
+                break
+        if ptx is None:
+            warps = (configs.get(name) or [{}])[0].get("num_warps")
+            try:
+                ptx = _cached_ptx(name, 32 * warps if warps else None)
+            except OSError:
+                ptx = None
+        if ptx:
+            out[name] = ptx
+    return out
 
 
 @contextlib.contextmanager
@@ -706,18 +821,18 @@ def run_op(op: Op, folder: Path, prov: dict[str, Any], timer: Any, policy: Any) 
         record["cublas"] = calls_cublas(found)
         title = f"inductor/{op.name}: {op.title}, shape {op.shape}, mode {record['mode']}"
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "output_code.py").write_text(
+        (folder / "output_code.txt").write_text(
             header([title, stamp_line(prov), f"Inductor's output code, written by `{COMMAND}`"])
             + code,
             encoding="utf-8",
         )
         for name, src in kernel_sources(code).items():
-            (folder / f"{name}.py").write_text(
+            (folder / f"{name}.triton").write_text(
                 header(
                     [
                         f"inductor/{op.name}: generated Triton kernel {name} ({kernel_kind(name)})",
                         stamp_line(prov),
-                        f"from output_code.py, written by `{COMMAND}`",
+                        f"from output_code.txt, written by `{COMMAND}`",
                     ]
                 )
                 + src,
@@ -737,7 +852,22 @@ def run_op(op: Op, folder: Path, prov: dict[str, Any], timer: Any, policy: Any) 
         compiled_run = kit.warmed(kit.on_cupy_stream(lambda: compiled(*args)))
         record["eager"] = _stat(time_call(eager_run, timer, policy))
         record["compiled"] = _stat(time_call(compiled_run, timer, policy))
-        record["launch_configs"] = _launch_configs([k["name"] for k in record["kernels"]])
+        names = [k["name"] for k in record["kernels"]]
+        record["launch_configs"] = _launch_configs(names)
+        ptxs = kernel_ptx(names, record["launch_configs"])
+        record["ptx_counts"] = {name: ptx_counts(text) for name, text in ptxs.items()}
+        for name, text in ptxs.items():
+            (folder / f"{name}.ptx").write_text(
+                header(
+                    [
+                        f"inductor/{op.name}: PTX of {name} in the config it ran with",
+                        stamp_line(prov),
+                        f"written by `{COMMAND}`",
+                    ]
+                )
+                + text,
+                encoding="utf-8",
+            )
         gpu = {
             "eager": _profile(lambda: op.fn(*args)),
             "compiled": _profile(lambda: compiled(*args)),
@@ -756,11 +886,40 @@ def run_op(op: Op, folder: Path, prov: dict[str, Any], timer: Any, policy: Any) 
         )
         body += ["  " + ln for ln in gpu_kernel_lines(gpu[which])]
     body += config_lines(record.get("launch_configs", {}))
+    for name, counts in record.get("ptx_counts", {}).items():
+        body.append(f"ptx {name}: " + ", ".join(f"{k} x{v}" for k, v in counts.items()))
     (folder / "gpu_kernels.txt").write_text(
         header(lines) + "\n".join(body) + "\n", encoding="utf-8"
     )
     record["status"] = "ok"
     return record
+
+
+def strip_header(text: str) -> str:
+    """A written artifact without its leading `// ` provenance lines."""
+    lines = text.splitlines(keepends=True)
+    i = 0
+    while i < len(lines) and lines[i].startswith("// "):
+        i += 1
+    return "".join(lines[i:])
+
+
+def reparse(out: Path) -> int:
+    """Re-read every op's saved output code and rewrite what is derived from it (kernels,
+    launches, cuBLAS) in summary.json and summary.txt; timings and provenance are kept."""
+    data = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    for rec in data["ops"]:
+        path = out / rec["op"] / "output_code.txt"
+        if rec.get("status") != "ok" or not path.is_file():
+            continue
+        code = strip_header(path.read_text(encoding="utf-8"))
+        found = launches(code)
+        rec["launches"] = [asdict(x) for x in found]
+        rec["kernels"] = [asdict(k) for k in kernel_infos(code)]
+        rec["cublas"] = calls_cublas(found)
+    write_summary(out, data["provenance"], data["ops"])
+    _say(f"re-read {len(data['ops'])} ops' output code; rewrote {out}/summary.json and summary.txt")
+    return 0
 
 
 def write_summary(out: Path, prov: dict[str, Any], records: list[dict[str, Any]]) -> None:
@@ -793,7 +952,14 @@ def main(argv: list[str] | None = None) -> int:
         help="skip an op whose expected cost would pass this many seconds (0: none)",
     )
     p.add_argument("--time-cap", type=float, default=1.5, help="seconds of timing per callable")
+    p.add_argument(
+        "--reparse",
+        action="store_true",
+        help="no GPU: re-read the output code saved under --out and rewrite the summary",
+    )
     args = p.parse_args(argv)
+    if args.reparse:
+        return reparse(args.out)
     chosen = [o for o in OPS if not args.only or o.name in args.only.split(",")]
     if not chosen:
         _say(f"no op named {args.only!r}; ops: {', '.join(o.name for o in OPS)}")
