@@ -46,17 +46,20 @@
 // cases): correct at every shape (float64 reference), and far from the floors. One CTA an SM was
 // latency-bound: its 8 warps pass three barriers a tile in lock step, so the tile's dependent mma
 // chains and the softmax's shuffle chains are exposed, and at 16 heads the stream ran near half of
-// copy with 8 sequences; at 128 heads the four m-tiles made it slower still. m1_s2 (added after
-// that run) halves the ring so that two CTAs share an SM and hide each other's waits; the grid is
-// sized from the driver's occupancy figure, so it stays within one wave.
+// copy with 8 sequences. At 128 heads, 16 heads a CTA (eight CTAs reading each tile, seven of them
+// from the L2) took as long as 8 sequences of 16 heads, the same count of CTA-tiles: the L2
+// re-reads cost nothing visible, the latency everything; four m-tiles a CTA were faster there.
+// m1_s2 (added after that run) halves the ring so that two CTAs share an SM and hide each other's
+// waits; it is measured at every head count. The grid is sized from the driver's occupancy
+// figure, so it stays within one wave.
 //
 // Resources (nvcc 13.0, -arch=sm_90, no spills; dynamic shared memory from the suite's smem_bytes):
 // m1_s2 117 registers, 99904 bytes; m1_s3 117, 137280; m1_s4 117, 174656; m2_s4 170, 199808; m4_s3
 // 252 and m4_s3x 254, 212736. compute-sanitizer memcheck: clean (m1_s4 and m4_s3 at B 1 H 16 T 64,
 // B 1 H 128 T 128, B 2 H 16 T 256).
 //
-// Measured variant: m1_s2 h>=64:m4_s3 (the entries the suite times, by head count; the others are
-// built for comparison)
+// Measured variant: m1_s2 (the entry the suite times at every head count; the others are built for
+// comparison)
 
 constexpr int DQK = 576;              // latent 512 + rope 64
 constexpr int DV = 512;               // the latent part, also the value

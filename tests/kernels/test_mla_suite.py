@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -74,8 +75,13 @@ def test_header_names_the_measured_variant_by_head_count(
     loaded: LoadedSuite, suite: ModuleType
 ) -> None:
     version = version_named(loaded, "01_split_latent")
-    assert suite.measured_variant(version, 16) == "m1_s2"
-    assert suite.measured_variant(version, 128) == "m4_s3"
+    assert suite.measured_variant(version, 16) == suite.measured_variant(version, 128) == "m1_s2"
+    # a rule "h>=N:OTHER" in the header switches the variant from N heads up
+    ruled = dataclasses.replace(
+        version, source=version.source.replace("m1_s2 (the", "m1_s2 h>=64:m4_s3 (the", 1)
+    )
+    assert suite.measured_variant(ruled, 16) == "m1_s2"
+    assert suite.measured_variant(ruled, 128) == "m4_s3"
 
 
 def test_shared_memory_mirrors_the_kernel(loaded: LoadedSuite, suite: ModuleType) -> None:
