@@ -41,6 +41,10 @@
 // the integer pipe under 29 us of memory, plus 0.5 HMUL2 a value on the fp16 pipe. Expect 70-80%
 // of read (36-41 us), 1.05-1.15x 02's time (its bytes and a little more issue), about 0.9x 03's
 // time, and about 3x faster than torch's bf16 F.linear on the dequantised weights (3.6x the bytes).
+// Outcome of the first measurement (kernels/gemv/DESIGN.md): below the band, about two thirds of
+// the read ceiling. Scratch builds that dropped the HMUL2, or the widening as well (wrong y, timing
+// only), ran near 02's time and near the ceiling: the loop is bound by issue on the fp16/FMA pipe,
+// the block-scale multiply the largest part of it, not by bytes.
 //
 // Size constraints: batch 1 only; K a multiple of 1024 (four slices of whole 256-value stages),
 // N a multiple of 16, every tensor 16-byte aligned, |x| <= 65504 (fp16 holds bf16 x exactly from
@@ -53,7 +57,11 @@ constexpr int STAGES = 2;    // the stage in use and one in flight, as 02 at bat
 constexpr int VALUES_PER_PIECE = 32;       // nibbles in 16 bytes
 constexpr int SCALE_BLOCK = 16;            // values sharing one E4M3 scale
 constexpr int X_VECTORS = 4 * PIECES * 4;  // 16-byte vectors of x a stage (256 values)
-constexpr int BLOCKS_PER_SM = 7;           // 28 warps an SM, as 02: at most 72 registers a thread
+// 6 blocks (24 warps) an SM and the two pieces of a stage unrolled: at most 80 registers a thread,
+// so two independent chains of widening, HMUL2 and mma are in flight. Timed beside 7 blocks with the
+// pieces one at a time (02's choice, 72 registers; unrolled at 7 blocks it spills): a few percent
+// faster at the headline.
+constexpr int BLOCKS_PER_SM = 6;
 
 static_assert(sizeof(uint4) * 2 == VALUES_PER_PIECE, "a 16-byte piece is 32 nibbles");
 static_assert(VALUES_PER_PIECE == 2 * SCALE_BLOCK, "a piece is two scale blocks");
@@ -245,7 +253,7 @@ nvfp4_b1(const unsigned short* __restrict__ x, const unsigned* __restrict__ wq,
                                           to_f16x2(x3, x7)));
             __syncwarp();  // the x the other lanes copied and converted is in place
         }
-#pragma unroll 1
+#pragma unroll
         for (int p = 0; p < PIECES; ++p) {
             // words 0-1 of the piece are block 0 (the low half), words 2-3 block 1 (the high half)
             const unsigned fa = e4m3x2_to_f16x2(scale_a >> (16 * p));
