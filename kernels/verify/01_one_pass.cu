@@ -163,7 +163,9 @@ verify_partial(const unsigned short* __restrict__ q, const unsigned short* __res
             const float s = ps[r][lane];
             float mx = s;
 #pragma unroll
-            for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+            for (int off = 16; off > 0; off >>= 1) {
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+            }
             const float m_old = row_m[r];
             const float m_new = fmaxf(m_old, mx);
             const bool none = m_new == __int_as_float(0xff800000u);  // no visible token yet

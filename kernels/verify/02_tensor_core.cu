@@ -42,7 +42,7 @@ constexpr int WARPS = 8;
 constexpr int THREADS = WARPS * 32;
 constexpr int WARP_TOKENS = 8;        // tokens a warp takes a step: one n8 tile of scores
 constexpr int CTA_TOKENS = WARPS * WARP_TOKENS;
-constexpr int CHUNKS = 4;             // 16-byte loads a lane per row: chunks t, t + 4, t + 8, t + 12
+constexpr int CHUNKS = 4;             // 16-byte loads a lane a row: chunks t, t + 4, t + 8, t + 12
 constexpr int TILES = 8;              // m16 tiles of dimensions in the P V product
 constexpr int BLOCK_ROWS = 16;        // query rows a CTA (one m16 tile of scores)
 constexpr int MERGE_THREADS = D / 2;
@@ -266,7 +266,8 @@ __device__ __forceinline__ void verify_mma(const unsigned short* __restrict__ q,
 #pragma unroll
     for (int r = 0; r < CHUNKS; ++r) {
         uint4 lo = make_uint4(0u, 0u, 0u, 0u), hi = make_uint4(0u, 0u, 0u, 0u);
-        const unsigned short* qr = q + (static_cast<size_t>(group) * rows + row0) * D + 32 * r + tq * 8;
+        const unsigned short* qr =
+            q + (static_cast<size_t>(group) * rows + row0) * D + 32 * r + tq * 8;
         if (row0 + g < rows) lo = *reinterpret_cast<const uint4*>(qr + g * D);
         if (NB == 2 && row0 + g + 8 < rows) hi = *reinterpret_cast<const uint4*>(qr + (g + 8) * D);
         qa[2 * r][0] = lo.x;
@@ -285,7 +286,9 @@ __device__ __forceinline__ void verify_mma(const unsigned short* __restrict__ q,
         st.m[b] = __int_as_float(0xff800000u);
         st.l[b] = 0.0f;
 #pragma unroll
-        for (int i = 0; i < TILES; ++i) st.acc[b][i][0] = st.acc[b][i][1] = st.acc[b][i][2] = st.acc[b][i][3] = 0.0f;
+        for (int i = 0; i < TILES; ++i) {
+            st.acc[b][i][0] = st.acc[b][i][1] = st.acc[b][i][2] = st.acc[b][i][3] = 0.0f;
+        }
     }
 
     while (true) {

@@ -24,7 +24,7 @@ constexpr int WARPS = 8;
 constexpr int THREADS = WARPS * 32;
 constexpr int WARP_TOKENS = 8;        // tokens a warp takes a step: one n8 tile of scores
 constexpr int CTA_TOKENS = WARPS * WARP_TOKENS;
-constexpr int CHUNKS = 4;             // 16-byte loads a lane per row: chunks t, t + 4, t + 8, t + 12
+constexpr int CHUNKS = 4;             // 16-byte loads a lane a row: chunks t, t + 4, t + 8, t + 12
 constexpr int TILES = 8;              // m16 tiles of dimensions in the P V product
 constexpr int BLOCK_ROWS = 16;        // query rows a CTA (one m16 tile of scores)
 constexpr int MAX_COUNTERS = 4096;
@@ -268,9 +268,10 @@ __device__ __forceinline__ void stash(const State<NB>& st, float* buf_acc, float
     }
 }
 
-// Grid (row blocks, splits, B * Hkv): the row blocks of a range adjacent. q and out are [B, Hq, k, D]: the R = 4k rows of a KV head
-// are contiguous, row r = (query head 4 hk + r / k, draft r % k); block rb holds rows 16 rb ..
-// 16 rb + 15 (NB = 2) or rows 0..7 (NB = 1). The cache is [B, Hkv, T + k, D].
+// Grid (row blocks, splits, B * Hkv): the row blocks of a range adjacent. q and out are
+// [B, Hq, k, D]: the R = 4k rows of a KV head are contiguous, row r = (query head 4 hk + r / k,
+// draft r % k); block rb holds rows 16 rb .. 16 rb + 15 (NB = 2) or rows 0..7 (NB = 1). The cache
+// is [B, Hkv, T + k, D].
 // Partial state p = (group * R + row) * splits + split.
 template <int NB>
 __device__ __forceinline__ void verify_mma(const unsigned short* __restrict__ q,
@@ -307,7 +308,8 @@ __device__ __forceinline__ void verify_mma(const unsigned short* __restrict__ q,
 #pragma unroll
     for (int r = 0; r < CHUNKS; ++r) {
         uint4 lo = make_uint4(0u, 0u, 0u, 0u), hi = make_uint4(0u, 0u, 0u, 0u);
-        const unsigned short* qr = q + (static_cast<size_t>(group) * rows + row0) * D + 32 * r + tq * 8;
+        const unsigned short* qr =
+            q + (static_cast<size_t>(group) * rows + row0) * D + 32 * r + tq * 8;
         if (row0 + g < rows) lo = *reinterpret_cast<const uint4*>(qr + g * D);
         if (NB == 2 && row0 + g + 8 < rows) hi = *reinterpret_cast<const uint4*>(qr + (g + 8) * D);
         qa[2 * r][0] = lo.x;
@@ -326,7 +328,9 @@ __device__ __forceinline__ void verify_mma(const unsigned short* __restrict__ q,
         st.m[b] = __int_as_float(0xff800000u);
         st.l[b] = 0.0f;
 #pragma unroll
-        for (int i = 0; i < TILES; ++i) st.acc[b][i][0] = st.acc[b][i][1] = st.acc[b][i][2] = st.acc[b][i][3] = 0.0f;
+        for (int i = 0; i < TILES; ++i) {
+            st.acc[b][i][0] = st.acc[b][i][1] = st.acc[b][i][2] = st.acc[b][i][3] = 0.0f;
+        }
     }
 
     while (true) {

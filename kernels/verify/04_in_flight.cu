@@ -33,7 +33,7 @@ constexpr int WARPS = 8;
 constexpr int THREADS = WARPS * 32;
 constexpr int WARP_TOKENS = 8;        // tokens a warp takes a step: one n8 tile of scores
 constexpr int CTA_TOKENS = WARPS * WARP_TOKENS;
-constexpr int CHUNKS = 4;             // 16-byte loads a lane per row: chunks t, t + 4, t + 8, t + 12
+constexpr int CHUNKS = 4;             // 16-byte loads a lane a row: chunks t, t + 4, t + 8, t + 12
 constexpr int TILES = 8;              // m16 tiles of dimensions in the P V product
 constexpr int BLOCK_ROWS = 16;        // query rows a CTA (one m16 tile of scores)
 constexpr int MAX_COUNTERS = 4096;
@@ -121,7 +121,8 @@ __device__ __noinline__ void merge_block(const float* __restrict__ part_m,
     if (!live) return;
 
     float acc[MERGE_SPAN] = {};
-    const float4* src = reinterpret_cast<const float4*>(part_acc + row * splits * D + MERGE_SPAN * c);
+    const float4* src =
+        reinterpret_cast<const float4*>(part_acc + row * splits * D + MERGE_SPAN * c);
     for (int i0 = 0; i0 < splits; i0 += MERGE_BATCH) {
         float4 a[MERGE_BATCH], b[MERGE_BATCH];
 #pragma unroll
@@ -336,9 +337,10 @@ __device__ __forceinline__ void prefetch_l2(const unsigned short* p) {
     asm volatile("prefetch.global.L2 [%0];\n" : : "l"(p));
 }
 
-// Grid (row blocks, splits, B * Hkv): the row blocks of a range adjacent. q and out are [B, Hq, k, D]: the R = 4k rows of a KV head
-// are contiguous, row r = (query head 4 hk + r / k, draft r % k); block rb holds rows 16 rb ..
-// 16 rb + 15 (NB = 2) or rows 0..7 (NB = 1). The cache is [B, Hkv, T + k, D].
+// Grid (row blocks, splits, B * Hkv): the row blocks of a range adjacent. q and out are
+// [B, Hq, k, D]: the R = 4k rows of a KV head are contiguous, row r = (query head 4 hk + r / k,
+// draft r % k); block rb holds rows 16 rb .. 16 rb + 15 (NB = 2) or rows 0..7 (NB = 1). The cache
+// is [B, Hkv, T + k, D].
 // Partial state p = (group * R + row) * splits + split.
 template <int NB, int STAGES>
 __device__ __forceinline__ void verify_mma(const unsigned short* __restrict__ q,
@@ -385,7 +387,8 @@ __device__ __forceinline__ void verify_mma(const unsigned short* __restrict__ q,
 #pragma unroll
     for (int r = 0; r < CHUNKS; ++r) {
         uint4 lo = make_uint4(0u, 0u, 0u, 0u), hi = make_uint4(0u, 0u, 0u, 0u);
-        const unsigned short* qr = q + (static_cast<size_t>(group) * rows + row0) * D + 32 * r + tq * 8;
+        const unsigned short* qr =
+            q + (static_cast<size_t>(group) * rows + row0) * D + 32 * r + tq * 8;
         if (row0 + g < rows) lo = *reinterpret_cast<const uint4*>(qr + g * D);
         if (NB == 2 && row0 + g + 8 < rows) hi = *reinterpret_cast<const uint4*>(qr + (g + 8) * D);
         qa[2 * r][0] = lo.x;
@@ -404,12 +407,15 @@ __device__ __forceinline__ void verify_mma(const unsigned short* __restrict__ q,
         st.m[b] = __int_as_float(0xff800000u);
         st.l[b] = 0.0f;
 #pragma unroll
-        for (int i = 0; i < TILES; ++i) st.acc[b][i][0] = st.acc[b][i][1] = st.acc[b][i][2] = st.acc[b][i][3] = 0.0f;
+        for (int i = 0; i < TILES; ++i) {
+            st.acc[b][i][0] = st.acc[b][i][1] = st.acc[b][i][2] = st.acc[b][i][3] = 0.0f;
+        }
     }
 
     if (STAGES == 2) {  // steps alternate between the stages; each reloads two steps ahead
-        while (stage_step<NB>(st, qa, kr, vr, kh, vh, t, t_end, 2 * CTA_TOKENS, g, tq, scale_log2) &&
-               stage_step<NB>(st, qa, kr2, vr2, kh, vh, t, t_end, 2 * CTA_TOKENS, g, tq, scale_log2)) {
+        const int ahead = 2 * CTA_TOKENS;
+        while (stage_step<NB>(st, qa, kr, vr, kh, vh, t, t_end, ahead, g, tq, scale_log2) &&
+               stage_step<NB>(st, qa, kr2, vr2, kh, vh, t, t_end, ahead, g, tq, scale_log2)) {
         }
     } else {
         while (stage_step<NB>(st, qa, kr, vr, kh, vh, t, t_end, CTA_TOKENS, g, tq, scale_log2)) {

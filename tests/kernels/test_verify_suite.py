@@ -417,7 +417,8 @@ def test_two_stage_loop_visits_every_step_once_with_its_own_rows(loaded: LoadedS
     the rows loaded for it, for ranges of 1 to 5 steps."""
     source = version_named(loaded, "04_in_flight").source
     assert "const int t_ahead = t + ahead;" in source
-    assert "stage_step<NB>(st, qa, kr2, vr2, kh, vh, t, t_end, 2 * CTA_TOKENS" in source
+    assert "const int ahead = 2 * CTA_TOKENS;" in source
+    assert "stage_step<NB>(st, qa, kr2, vr2, kh, vh, t, t_end, ahead" in source
     for steps in range(1, 6):
         for stages in (1, 2):
             t_begin, warp = 128, 3
