@@ -50,7 +50,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -106,6 +106,10 @@ def wrapper_code(code: str) -> str:
         if not line.lstrip().startswith("#"):
             out.append(line)
     return "\n".join(out)
+
+
+class Skipped(Exception):
+    """An op this torch cannot compile as asked (an Inductor option it does not have)."""
 
 
 @dataclass
@@ -332,6 +336,7 @@ class Op:
     compare: str = ""  # the suite case a page sets it beside
     budget_s: float = 8.0  # expected compile + time + profile, for --budget-s
     tolerance: float = 2e-2  # max |compiled - eager| / max(1, |eager|)
+    config: dict[str, Any] = field(default_factory=dict)  # Inductor options while compiling
 
 
 def _f(dtype_name: str) -> Any:
@@ -482,6 +487,16 @@ OPS: tuple[Op, ...] = (
         _rows_inputs("bf16", ROWS, COLS),
         softmax,
         compare="softmax/04_block_row_bf16",
+    ),
+    Op(
+        "softmax_bf16_fast_math",
+        "torch.softmax over rows, bf16, Inductor's use_fast_math (exp2 with flush to zero)",
+        {"rows": ROWS, "cols": COLS},
+        "bf16",
+        _rows_inputs("bf16", ROWS, COLS),
+        softmax,
+        compare="softmax/04_block_row_bf16",
+        config={"use_fast_math": True},
     ),
     Op(
         "softmax_bf16_narrow",
@@ -800,12 +815,18 @@ def run_op(op: Op, folder: Path, prov: dict[str, Any], timer: Any, policy: Any) 
         "mode": op.mode or "default",
         "compare": op.compare,
     }
+    import torch._inductor.config as inductor_config
+
+    missing = [k for k in op.config if not hasattr(inductor_config, k)]
+    if missing:
+        raise Skipped(f"this torch has no Inductor option {', '.join(missing)}")
+    record["config"] = op.config
     args = op.make(torch)
     compiled = torch.compile(op.fn, dynamic=False, mode=op.mode)
     with torch.no_grad():
         expected = op.fn(*args)
         t0 = time.perf_counter()
-        with _captured_logs() as logs:
+        with _captured_logs() as logs, inductor_config.patch(dict(op.config)):
             got, codes = run_and_get_code(compiled, *args)
         torch.cuda.synchronize()
         record["compile_s"] = round(time.perf_counter() - t0, 2)
@@ -819,7 +840,9 @@ def run_op(op: Op, folder: Path, prov: dict[str, Any], timer: Any, policy: Any) 
         record["launches"] = [asdict(x) for x in found]
         record["kernels"] = [asdict(k) for k in kernel_infos(code)]
         record["cublas"] = calls_cublas(found)
-        title = f"inductor/{op.name}: {op.title}, shape {op.shape}, mode {record['mode']}"
+        title = f"inductor/{op.name}: {op.title}, shape {op.shape}, mode {record['mode']}" + (
+            f", Inductor options {op.config}" if op.config else ""
+        )
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "output_code.txt").write_text(
             header([title, stamp_line(prov), f"Inductor's output code, written by `{COMMAND}`"])
@@ -993,6 +1016,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         try:
             rec = run_op(op, args.out / op.name, prov, timer, policy)
+        except Skipped as exc:
+            rec = {"op": op.name, "title": op.title, "status": f"skipped ({exc})"}
         except Exception as exc:  # one failing op must not lose the others' files
             rec = {
                 "op": op.name,
