@@ -162,10 +162,10 @@ def _nvcc_version() -> str:
 
 
 def _gdb_version() -> str:
+    """cuda-gdb's own banner (its first lines name the debugger and its CUDA release)."""
     out = _exec([_tool("cuda-gdb"), "--version"], Path.cwd(), 60)[1]
-    line = next((ln.strip() for ln in out.splitlines() if "cuda-gdb" in ln.lower()), "")
-    found = re.search(r"\d+\.\d+(\.\d+)?", line)
-    return f"cuda-gdb {found.group(0)}" if found else "cuda-gdb (version unknown)"
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    return " ".join(lines[:2]) if lines else "cuda-gdb (version unknown)"
 
 
 def _tool(name: str) -> str:

@@ -9,7 +9,7 @@
 // What the tool reports: `compute-sanitizer --tool memcheck` reports an "Invalid __global__ write
 // of size 4 bytes" at the store's line, one report for each of the 24 threads of block (3,0,0)
 // from thread (232,0,0) on, each with an address some bytes "after the nearest allocation" of
-// size 4,000 bytes (0 bytes after it for thread 232).
+// size 4,000 bytes ("1 bytes after" it for thread 232, whose write starts just past its end).
 #include <cstdio>
 #include <cuda_runtime.h>
 

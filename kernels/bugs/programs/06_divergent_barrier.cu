@@ -1,14 +1,18 @@
-// 06_divergent_barrier: a barrier that only some of the block's threads reach.
+// 06_divergent_barrier: two different barriers in the two arms of a branch.
 //
-// What is wrong: a block of 128 threads sums 100 valid values. The kernel puts `__syncthreads()`
-// inside `if (threadIdx.x < valid)`, so 100 threads arrive at the barrier and 28 never do; the
-// last warp (threads 96 to 127) is split, 4 of its threads at the barrier and 28 past it. The
-// barrier waits for a count of threads that is not the count arriving. The result is undefined:
-// it can hang, pass by accident, or read shared memory before it is written.
+// What is wrong: a block of 128 threads sums 100 valid values. The threads with
+// threadIdx.x < valid store their value and wait at one `__syncthreads()`; the other 28 wait at a
+// second `__syncthreads()` in the `else` arm. The CUDA programming guide allows a barrier in a
+// branch only when the whole block takes the same arm. The last warp (threads 96 to 127) is split
+// between the two barrier instructions. On this GPU the two happen to release each other and the
+// plain run prints the right sum; the code is still wrong, and another layout of the same idea
+// (work after one of the barriers) reads shared memory before it is written.
 //
-// What the tool reports: `compute-sanitizer --tool synccheck` reports a "Barrier error detected"
-// at the line of the barrier, "Divergent thread(s) in block", for the block and the warp whose
-// threads disagree. The fix: every thread reaches every barrier; guard the work, not the barrier.
+// What the tool reports: `compute-sanitizer --tool synccheck` reports "Barrier error detected.
+// Divergent thread(s) in warp." at the line of the barrier in the `else` arm, once for each of
+// threads (100,0,0) to (127,0,0), 28 errors, and the launch is then aborted. (Had the 28 threads
+// simply exited instead of waiting, a barrier waits only for threads that have not exited, and
+// synccheck reports nothing.) The fix: every thread reaches the same barrier; guard the work.
 #include <cstdio>
 #include <cuda_runtime.h>
 
@@ -18,12 +22,14 @@ extern "C" __global__ void partial_sum(const float* x, float* out, int valid) {
     s[t] = 0.0f;
     if (t < valid) {
         s[t] = x[t];
-        __syncthreads();  // the bug: inside a branch that 28 of the 128 threads skip
-        if (t == 0) {
-            float acc = 0.0f;
-            for (int k = 0; k < valid; ++k) acc += s[k];
-            *out = acc;
-        }
+        __syncthreads();
+    } else {
+        __syncthreads();  // the bug: a second barrier instruction, in the other arm of the branch
+    }
+    if (t == 0) {
+        float acc = 0.0f;
+        for (int k = 0; k < valid; ++k) acc += s[k];
+        *out = acc;
     }
 }
 
