@@ -72,10 +72,11 @@ def data_hash(root: Path) -> str:
 
 
 def series(doc: model.Document, op: str) -> list[tuple[int, float]]:
-    """(message bytes, bus bandwidth GB/s) of one collective, by size."""
+    """(message bytes, bus bandwidth GB/s) of one collective by size, replayed from a CUDA
+    graph where the run has it (the GPU's time), else issued eagerly."""
     if op not in model.OPS:
         raise ValueError(f"unknown collective {op!r}; one of {', '.join(model.OPS)}")
-    return sorted((r.bytes, r.busbw_gbps) for r in doc.collectives if r.op == op)
+    return [(r.bytes, r.busbw_gbps) for r in model.rows_of(doc, op)]
 
 
 def _size_label(nbytes: float) -> str:
@@ -100,7 +101,8 @@ def draw(
             [g for _, g in pts],
             marker="o",
             markersize=3,
-            label=f"{d.provenance.world} GPUs ({d.provenance.gpu_name})",
+            label=f"{d.provenance.world} GPUs ({d.provenance.gpu_name}, "
+            f"{model.rows_of(d, op)[0].mode})",
         )
     ax.axhline(
         nominal_gbps,

@@ -218,10 +218,17 @@ class Timing(_Strict):
         return self
 
 
+Mode = Literal["eager", "graph"]
+
+
 class CollectiveRow(_Strict):
     op: Op
     world: int = Field(ge=1)
     bytes: int = Field(gt=0, description="Message bytes moved (see model.message_bytes).")
+    mode: Mode = Field(
+        description="eager: issued from Python call by call, the host's cost included; "
+        "graph: the same calls replayed from one CUDA graph, the GPU's time."
+    )
     calls_per_sample: int = Field(ge=1)
     time: Timing
     algbw_gbps: Positive
@@ -265,6 +272,13 @@ class LayerRow(_Strict):
         return self
 
 
+class Dropped(_Strict):
+    op: Op
+    bytes: int = Field(gt=0)
+    mode: Mode
+    why: str = Field(min_length=1)
+
+
 class Layer(_Strict):
     config: dict[str, object]
     skipped: str | None = Field(default=None, description="Why the layer was not split, if so.")
@@ -296,8 +310,8 @@ class Document(_Strict):
     timing: str
     dtype: str
     collectives: list[CollectiveRow]
-    dropped: list[str] = Field(
-        default_factory=list, description="Sizes not recorded, and why (one GPU only)."
+    dropped: list[Dropped] = Field(
+        default_factory=list, description="Sizes not recorded, and why (eager: one GPU only)."
     )
     layer: Layer
 
@@ -308,15 +322,19 @@ class Document(_Strict):
         n = self.provenance.world
         if not self.kind.endswith(f"-x{n}"):
             raise ValueError(f"kind {self.kind} does not end in -x{n}, the world size")
-        if self.dropped and n > 1:
-            raise ValueError(f"{len(self.dropped)} sizes dropped on {n} GPUs: {self.dropped[0]}")
+        eager = [d for d in self.dropped if d.mode == "eager"]
+        if eager and n > 1:
+            d = eager[0]
+            raise ValueError(
+                f"{len(eager)} eager sizes dropped on {n} GPUs: {d.op} at {d.bytes} B, {d.why}"
+            )
         seen = set()
         for row in self.collectives:
             if row.world != n:
                 raise ValueError(f"{row.op} at {row.bytes} B ran on {row.world} ranks, not {n}")
-            if (row.op, row.bytes) in seen:
-                raise ValueError(f"{row.op} at {row.bytes} B appears twice")
-            seen.add((row.op, row.bytes))
+            if (row.op, row.bytes, row.mode) in seen:
+                raise ValueError(f"{row.op} at {row.bytes} B ({row.mode}) appears twice")
+            seen.add((row.op, row.bytes, row.mode))
         if any(r.world != n for r in self.layer.rows):
             raise ValueError(f"a layer row ran on another world size than {n}")
         return self
@@ -333,9 +351,15 @@ def validate_text(text: str) -> Document:
     return Document.model_validate(json.loads(text))
 
 
-def busbw_at(doc: Document, op: str, nbytes: int) -> float | None:
+def rows_of(doc: Document, op: str, mode: str | None = None) -> list[CollectiveRow]:
+    """`op`'s rows by size, in `mode`; by default graph where the run has it, else eager."""
+    rows = [r for r in doc.collectives if r.op == op]
+    if mode is None:
+        mode = "graph" if any(r.mode == "graph" for r in rows) else "eager"
+    return sorted((r for r in rows if r.mode == mode), key=lambda r: r.bytes)
+
+
+def busbw_at(doc: Document, op: str, nbytes: int, mode: str | None = None) -> float | None:
     """Bus bandwidth of `op` at the measured size nearest below or at `nbytes`."""
-    rows = sorted(
-        (r for r in doc.collectives if r.op == op and r.bytes <= nbytes), key=lambda r: r.bytes
-    )
+    rows = [r for r in rows_of(doc, op, mode) if r.bytes <= nbytes]
     return rows[-1].busbw_gbps if rows else None

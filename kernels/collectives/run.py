@@ -92,8 +92,11 @@ def _slowest(torch: Any, dist: Any, samples_ms: list[float], device: Any) -> lis
     return [v * 1000.0 for v in t.tolist()]
 
 
-def _time(torch: Any, dist: Any, fn: Any, calls: int, reps: int, device: Any) -> list[float]:
-    """`reps` samples of `calls` back-to-back calls of fn, per call, slowest rank, µs."""
+def _time(
+    torch: Any, dist: Any, fn: Any, calls: int, reps: int, device: Any, inner: int = 1
+) -> list[float]:
+    """`reps` samples of `calls` back-to-back calls of fn, per call, slowest rank, µs; `inner`
+    when each call of fn is itself that many operations (a graph replay)."""
     for _ in range(WARMUP):
         fn()
     torch.cuda.synchronize()
@@ -106,8 +109,21 @@ def _time(torch: Any, dist: Any, fn: Any, calls: int, reps: int, device: Any) ->
             fn()
         end.record()
         end.synchronize()
-        out.append(start.elapsed_time(end) / calls)
+        out.append(start.elapsed_time(end) / (calls * inner))
     return _slowest(torch, dist, out, device)
+
+
+def _capture(torch: Any, fn: Any, calls: int) -> Any | None:
+    """`calls` back-to-back calls of fn captured as one CUDA graph (its replay), or None."""
+    try:
+        g = torch.cuda.CUDAGraph()
+        # thread_local: NCCL's watchdog thread keeps querying events while this one captures.
+        with torch.cuda.graph(g, capture_error_mode="thread_local"):
+            for _ in range(calls):
+                fn()
+        return g.replay
+    except Exception:  # noqa: BLE001  (any failure means: no graph timing for this size)
+        return None
 
 
 def _collective(torch: Any, dist: Any, op: str, nbytes: int, n: int, rank: int, device: Any):
@@ -153,8 +169,10 @@ def _all_ok(torch: Any, dist: Any, ok: bool, device: Any) -> bool:
 def _collectives(
     torch: Any, dist: Any, opts: argparse.Namespace, n: int, rank: int, device: Any
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """The rows, and what was not recorded and why."""
-    rows, dropped = [], []
+    """The rows (eager: issued call by call from Python; graph: the same calls replayed from
+    a CUDA graph, the GPU's time without the host's), and what was not recorded and why."""
+    rows: list[dict[str, Any]] = []
+    dropped: list[dict[str, Any]] = []
     for op in model.OPS:
         for size in model.size_ladder(opts.min_bytes, opts.max_bytes):
             call, check = _collective(torch, dist, op, size, n, rank, device)
@@ -163,24 +181,36 @@ def _collectives(
                     f"{op} at {size} B gave a wrong result on some rank; nothing recorded"
                 )
             calls = model.calls_per_sample(size)
-            samples = _time(torch, dist, call, calls, opts.reps, device)
-            if min(samples) <= 0:  # one GPU, in place: NCCL may enqueue no work at all
-                dropped.append(f"{op} at {size} B: a sample below the CUDA events' resolution")
-                continue
-            t = _timing(samples)
             moved = model.message_bytes(op, size, n)
-            seconds = t["median_us"] * 1e-6
-            rows.append(
-                {
-                    "op": op,
-                    "world": n,
-                    "bytes": moved,
-                    "calls_per_sample": calls,
-                    "time": t,
-                    "algbw_gbps": model.algbw_gbps(moved, seconds),
-                    "busbw_gbps": model.busbw_gbps(op, n, moved, seconds),
-                }
-            )
+            for mode in ("eager", "graph"):
+                if mode == "eager":
+                    samples = _time(torch, dist, call, calls, opts.reps, device)
+                else:
+                    replay = None if opts.no_graph else _capture(torch, call, calls)
+                    if not _all_ok(torch, dist, replay is not None, device):
+                        why = "--no-graph" if opts.no_graph else "capture failed on some rank"
+                        dropped.append({"op": op, "bytes": moved, "mode": mode, "why": why})
+                        continue
+                    samples = _time(torch, dist, replay, 1, opts.reps, device, inner=calls)
+                    del replay
+                if min(samples) <= 0:  # one GPU, in place: NCCL may enqueue no work at all
+                    why = "a sample below the CUDA events' resolution"
+                    dropped.append({"op": op, "bytes": moved, "mode": mode, "why": why})
+                    continue
+                t = _timing(samples)
+                seconds = t["median_us"] * 1e-6
+                rows.append(
+                    {
+                        "op": op,
+                        "world": n,
+                        "bytes": moved,
+                        "mode": mode,
+                        "calls_per_sample": calls,
+                        "time": t,
+                        "algbw_gbps": model.algbw_gbps(moved, seconds),
+                        "busbw_gbps": model.busbw_gbps(op, n, moved, seconds),
+                    }
+                )
             del call, check
             torch.cuda.empty_cache()
     return rows, dropped
@@ -427,7 +457,8 @@ def _provenance(torch: Any, n: int, seconds: float) -> dict[str, Any]:
 
 
 TIMING = (
-    "CUDA events around a run of back-to-back calls (64 up to 2 KiB, halving as the size "
+    "Collectives eager (issued from Python call by call) and replayed from a CUDA graph of the "
+    "same calls; CUDA events around a run of back-to-back calls (64 up to 2 KiB, halving as the size "
     "doubles, one from 128 KiB; 10 for the layer), per call; 5 warm-up runs, then a fixed "
     "number of samples on every rank; a sample is the slowest rank's; median with 20th and "
     "80th percentiles; L2 not flushed; BF16 buffers"
@@ -452,6 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-bytes", type=int, default=model.GIB)
     ap.add_argument("--reps", type=int, default=20, help="timed samples per size (default 20)")
     ap.add_argument("--skip-layer", action="store_true", help="collectives only")
+    ap.add_argument("--no-graph", action="store_true", help="time collectives eagerly only")
     ap.add_argument(
         "--nccl-timeout", type=int, default=120, help="seconds before a stuck collective fails"
     )

@@ -135,12 +135,13 @@ def test_kind_slug() -> None:
     assert m.kind_slug("NVIDIA H100 80GB HBM3", 1) == "nvidia-h100-80gb-hbm3-x1"
 
 
-def _row(op: str, n: int, nbytes: int, median_us: float) -> dict[str, Any]:
+def _row(op: str, n: int, nbytes: int, median_us: float, mode: str = "graph") -> dict[str, Any]:
     s = median_us * 1e-6
     return {
         "op": op,
         "world": n,
         "bytes": nbytes,
+        "mode": mode,
         "calls_per_sample": 1,
         "time": {
             "median_us": median_us,
@@ -176,7 +177,12 @@ def _doc(n: int = 8) -> dict[str, Any]:
         },
         "timing": "CUDA events",
         "dtype": "bfloat16",
-        "collectives": [_row(op, n, s, 10.0 + s / 1e5) for op in m.OPS for s in (1024, 1 << 28)],
+        "collectives": [
+            _row(op, n, s, 10.0 + s / 1e5 + extra, mode)
+            for op in m.OPS
+            for s in (1024, 1 << 28)
+            for mode, extra in (("graph", 0.0), ("eager", 20.0))
+        ],
         "layer": {
             "config": {"hidden": 8192},
             "rows": [
@@ -195,6 +201,23 @@ def _doc(n: int = 8) -> dict[str, Any]:
     }
 
 
+def test_graph_rows_are_preferred_and_a_failed_capture_is_allowed() -> None:
+    d = _doc()
+    d["collectives"] = [r for r in d["collectives"] if r["mode"] == "eager"]
+    d["dropped"] = [
+        {"op": op, "bytes": b, "mode": "graph", "why": "capture failed on some rank"}
+        for op in m.OPS
+        for b in (1024, 1 << 28)
+    ]
+    doc = m.validate_text(json.dumps(d))
+    assert [r.mode for r in m.rows_of(doc, "all_gather")] == ["eager", "eager"]
+    full = m.validate_text(json.dumps(_doc()))
+    assert [r.mode for r in m.rows_of(full, "all_gather")] == ["graph", "graph"]
+    assert [r.mode for r in m.rows_of(full, "all_gather", "eager")] == ["eager", "eager"]
+    eager = m.busbw_at(full, "all_reduce", 1024, "eager")
+    assert eager is not None and eager < m.busbw_at(full, "all_reduce", 1024)  # host cost added
+
+
 def test_a_good_document_validates_and_reads_back() -> None:
     doc = m.validate_text(json.dumps(_doc()))
     want = m.busbw_gbps("all_reduce", 8, 1 << 28, (10.0 + (1 << 28) / 1e5) * 1e-6)
@@ -205,7 +228,7 @@ def test_a_good_document_validates_and_reads_back() -> None:
     assert m.busbw_at(doc, "all_reduce", 512) is None
     one = _doc(1)
     assert all(r["busbw_gbps"] == 0.0 for r in one["collectives"])
-    one["dropped"] = ["all_reduce at 1024 B: a sample below the CUDA events' resolution"]
+    one["dropped"] = [{"op": "all_reduce", "bytes": 1024, "mode": "eager", "why": "too fast"}]
     m.validate_text(json.dumps(one))  # only a one-GPU run may drop a size
 
 
@@ -228,7 +251,13 @@ def _broken(edit: Any) -> dict[str, Any]:
         (lambda d: d["layer"]["rows"][0].update(rel_err=0.5), "tolerance"),
         (lambda d: d["collectives"][0].update(op="broadcast"), "op"),
         (lambda d: d.update(extra=1), "extra"),
-        (lambda d: d.update(dropped=["all_reduce at 1024 B: too fast"]), "dropped"),
+        (
+            lambda d: d.update(
+                dropped=[{"op": "all_reduce", "bytes": 1024, "mode": "eager", "why": "too fast"}]
+            ),
+            "dropped",
+        ),
+        (lambda d: d["collectives"][0].pop("mode"), "mode"),
     ],
 )
 def test_a_broken_document_is_refused(edit: Any, why: str) -> None:
@@ -310,5 +339,5 @@ def test_one_gpu_run_writes_a_valid_document(tmp_path: Path) -> None:
     doc = m.validate_text(out.read_text(encoding="utf-8"))
     assert doc.provenance.world == 1 and doc.kind.endswith("-x1")
     assert doc.provenance.env["NCCL_NVLS_ENABLE"] == "0"
-    assert len(doc.collectives) + len(doc.dropped) == 3 * 11  # 1 KiB to 1 MiB, three ops
+    assert len(doc.collectives) + len(doc.dropped) == 2 * 3 * 11  # 1 KiB to 1 MiB, 3 ops, 2 modes
     assert {r.mode for r in doc.layer.rows} >= {"eager"}
