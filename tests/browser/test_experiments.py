@@ -315,6 +315,7 @@ def _planner_fill(page: Any, p: dict[str, float]) -> None:
 
 @pytest.mark.parametrize("width", (390, 1280))
 def test_capacity_planner_page(shipped_site: str, browser: Any, width: int) -> None:
+    from .test_a11y import serious
     from .test_layout import problems
 
     context = browser.new_context(viewport={"width": width, "height": 900})
@@ -323,6 +324,7 @@ def test_capacity_planner_page(shipped_site: str, browser: Any, width: int) -> N
         page = page_of(shipped_site, tab, "capacity-planner")
         state, text = output(page)
         assert state == "ok" and "sequences by memory" in text, text  # from the seeded values
+        assert serious(page) == []  # axe-core: no serious or critical violation
         assert page.locator("p.source").count() == 5  # every seeded input names its figure
         assert_clean(page)
         for p in (PLANNER_8B, PLANNER_70B):
