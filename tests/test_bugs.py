@@ -194,3 +194,26 @@ def test_every_capture_file_names_its_command():
     assert artifacts.kernel_id_of(f"kernels/bugs/artifacts/{name}") == sanitize.GDB_TARGET
     assert artifacts.kernel_id_of("kernels/bugs/artifacts/all_tools.txt") == "bugs/all_tools"
     assert artifacts.command_for("bugs/all_tools") == "curriculum artifacts --sanitize"
+
+
+@needs_capture
+def test_every_program_ran_under_every_tool_and_its_own_tool_reports_it():
+    text = (BUGS / "artifacts" / sanitize.MATRIX_FILE).read_text()
+    assert text.startswith("// bugs/all_tools: ")
+    for kernel_id, own in sanitize.BUGS:
+        stem = kernel_id.split("/")[1]
+        for tool in sanitize.SANITIZER_TOOLS:
+            row = re.search(rf"^{stem}\s+{tool}\s+-?\d+\s+(.*)$", text, re.M)
+            assert row, (stem, tool)
+            if tool == own:
+                assert row.group(1) != "(no report)", (stem, tool)
+    assert not re.search(r"/(home|root|work|tmp)/", text)
+
+
+@needs_capture
+def test_cuda_gdb_stopped_at_the_breakpoint_then_at_the_fault():
+    path = BUGS / "artifacts" / sanitize.artifact_name(sanitize.GDB_TARGET, "cuda-gdb-break")
+    text = path.read_text()
+    hit, fault = text.find("hit Breakpoint 1"), text.find("CUDA_EXCEPTION_6")
+    assert 0 <= hit < fault  # stopped before the load, then the step faulted
+    assert re.search(r"^\$3 = 4$", text, re.M)  # the address about to be loaded, modulo 16
