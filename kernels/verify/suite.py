@@ -10,7 +10,7 @@ Two benchmarks:
 
 - `k_decodes` (00): the baseline, attention/04's single-token split-KV decode launched k times,
   draft token i's queries against a T-token cache: the cost of checking k tokens one at a time;
-- `verify` (01-04): the k x 4 query rows of each KV head against the cache of T + k positions
+- `verify` (01-05): the k x 4 query rows of each KV head against the cache of T + k positions
   (the drafts' K and V already appended), draft i masked past position T + i.
 
 Layouts: verify q and out are [B, Hq, k, D] (SDPA's [B, H, Sq, D], so the k x 4 rows of one KV
@@ -87,7 +87,7 @@ T_MULTIPLE = attention.DECODE_T_MULTIPLE
 THREADS = 256
 MERGE_THREADS = D // 2
 MMA_ROWS = 16  # 02-04: query rows a CTA, one m16 tile of the tensor-core product
-MERGE_MAX_SPLITS = 64  # 04: ranges its last CTA's merge weighs in shared memory
+MERGE_MAX_SPLITS = 64  # 04-05: ranges the last CTA's merge weighs in shared memory
 
 # --- shapes -----------------------------------------------------------------------------
 
@@ -161,7 +161,8 @@ TENSOR_CORE_ENTRIES = {
     "03_one_launch": ("verify_fused8", "verify_fused16"),
     "04_in_flight": ("verify_staged8", "verify_staged16"),
 }
-ONE_LAUNCH = ("03_one_launch", "04_in_flight")  # the last CTA of a row block merges
+# the last CTA of a row block (05: of a range) merges
+ONE_LAUNCH = ("03_one_launch", "04_in_flight", "05_one_range")
 
 
 def plan_for(stem: str, k: int, t: int, sm_count: int) -> tuple[str, VerifyPlan]:
@@ -175,6 +176,12 @@ def plan_for(stem: str, k: int, t: int, sm_count: int) -> tuple[str, VerifyPlan]
         if GROUP * k <= 8:
             return small, plan_verify(k, t, sm_count, 8)
         return large, plan_verify(k, t, sm_count, MMA_ROWS, ctas_per_sm=1)
+    if stem == "05_one_range":  # as 04 up to 16 rows; both 16-row blocks in one CTA above
+        if GROUP * k <= 8:
+            return "verify_span8", plan_verify(k, t, sm_count, 8)
+        if GROUP * k <= MMA_ROWS:
+            return "verify_span16", plan_verify(k, t, sm_count, MMA_ROWS, ctas_per_sm=1)
+        return "verify_span32", plan_verify(k, t, sm_count, 2 * MMA_ROWS, ctas_per_sm=1)
     raise KeyError(f"verify: no launch for {stem}")
 
 
@@ -296,14 +303,15 @@ def _launch_decodes(module: Any, version: Version, shape: Shape, arrays: Arrays)
 
 def _launch_verify(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
     """01: one CTA a (range, KV head) for all 4k rows; 02-04: one a (row block, range, KV
-    head). 01 and 02 write partial states and a second launch merges each row's ranges; in 03
-    and 04 the last CTA of each row block to finish merges them."""
+    head); 05: as 04, but one CTA for both 16-row blocks of a range. 01 and 02 write partial
+    states and a second launch merges each row's ranges; in 03-05 the last CTA to finish
+    merges them."""
     import numpy
 
     _require_fit(version, shape)
     k, t = shape["k"], shape["t"]
     entry, plan = plan_for(version.stem, k, t, attention._sms())
-    if version.stem == "04_in_flight" and plan.splits > MERGE_MAX_SPLITS:
+    if version.stem in ("04_in_flight", "05_one_range") and plan.splits > MERGE_MAX_SPLITS:
         raise ValueError(f"{version.id}: {plan.splits} ranges; its merge holds {MERGE_MAX_SPLITS}")
     if version.stem == "01_one_pass":
         grid: tuple[int, ...] = (plan.splits, HKV, B)

@@ -27,6 +27,7 @@ EXPECTED = {
     "02_tensor_core": "verify",
     "03_one_launch": "verify",
     "04_in_flight": "verify",
+    "05_one_range": "verify",
 }
 ENTRIES = {
     "00_k_decodes": {"split_kv"},  # from attention/04, included
@@ -34,6 +35,7 @@ ENTRIES = {
     "02_tensor_core": {"verify_mma8", "verify_mma16", "verify_merge"},
     "03_one_launch": {"verify_fused8", "verify_fused16"},
     "04_in_flight": {"verify_staged8", "verify_staged16"},
+    "05_one_range": {"verify_span8", "verify_span16", "verify_span32"},
 }
 
 
@@ -87,20 +89,29 @@ def test_work_model_at_the_headline(suite: ModuleType) -> None:
 def test_plan_is_one_wave_of_whole_steps(suite: ModuleType, sms: int) -> None:
     for t in (64, 192, 1024, 4096, 32768, 131072):
         for k in range(1, 9):
-            for stem in ("01_one_pass", "02_tensor_core", "03_one_launch", "04_in_flight"):
+            for stem in EXPECTED:
+                if stem == "00_k_decodes":
+                    continue
                 entry, p = suite.plan_for(stem, k, t, sms)
-                per_sm = 1 if entry.endswith("16") else 2
+                per_sm = 1 if entry.endswith(("16", "32")) else 2
                 assert p.ctas <= max(per_sm * sms, 8 * p.row_blocks), (stem, k, t, p)
                 assert p.tokens_per_split % 64 == 0
                 assert p.splits <= suite.MERGE_MAX_SPLITS
                 assert (p.splits - 1) * p.tokens_per_split < t <= p.splits * p.tokens_per_split
                 assert p.rows == 4 * k
                 assert p.row_blocks == (-(-4 * k // 16) if entry.endswith("16") else 1)
+                if entry == "verify_span32":  # one CTA for both 16-row blocks
+                    assert 4 * k > 16 and p.ctas <= sms
                 assert entry == ("verify_partial" if stem == "01_one_pass" else entry)
     assert suite.plan_for("02_tensor_core", 2, 4096, 132)[0] == "verify_mma8"
     assert suite.plan_for("02_tensor_core", 3, 4096, 132)[0] == "verify_mma16"
     assert suite.plan_for("03_one_launch", 8, 4096, 132)[0] == "verify_fused16"
     assert suite.plan_for("04_in_flight", 1, 4096, 132)[0] == "verify_staged8"
+    assert [suite.plan_for("05_one_range", k, 4096, 132)[0] for k in (2, 4, 5)] == [
+        "verify_span8",
+        "verify_span16",
+        "verify_span32",
+    ]
     with pytest.raises(ValueError):
         suite.plan_verify(9, 4096, 132)
 
@@ -134,7 +145,7 @@ def test_header_states_idea_bound_and_constraints(loaded: LoadedSuite, stem: str
 
 
 def test_constants_match_the_launcher(loaded: LoadedSuite, suite: ModuleType) -> None:
-    for stem in ("01_one_pass", "02_tensor_core", "03_one_launch", "04_in_flight"):
+    for stem in ("01_one_pass", "02_tensor_core", "03_one_launch", "04_in_flight", "05_one_range"):
         source = version_named(loaded, stem).source
         assert "constexpr int D = 128;" in source and "constexpr int G = 4;" in source
         merged_apart = stem in ("01_one_pass", "02_tensor_core")
@@ -144,11 +155,12 @@ def test_constants_match_the_launcher(loaded: LoadedSuite, suite: ModuleType) ->
         f"constexpr int MAX_DRAFT = {suite.MAX_DRAFT};"
         in version_named(loaded, "01_one_pass").source
     )
-    for stem in ("02_tensor_core", "03_one_launch", "04_in_flight"):
+    for stem in ("02_tensor_core", "03_one_launch", "04_in_flight", "05_one_range"):
         assert "constexpr int BLOCK_ROWS = 16;" in version_named(loaded, stem).source
     assert suite.MMA_ROWS == 16 and suite.MERGE_THREADS == 64 and suite.THREADS == 256
     merge = f"constexpr int MERGE_MAX_SPLITS = {suite.MERGE_MAX_SPLITS};"
-    assert merge in version_named(loaded, "04_in_flight").source
+    for stem in ("04_in_flight", "05_one_range"):
+        assert merge in version_named(loaded, stem).source
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
@@ -291,7 +303,7 @@ def test_sixteen_row_step_computes_scores_and_pv(loaded: LoadedSuite) -> None:
     """Rows g in a0/a2 and g + 8 in a1/a3 of m16n8k16: the scores of all 16 rows, c0/c1 row g and
     c2/c3 row g + 8; each as the B fragment of its own m16n8k8 P V block; the write-back puts
     block b's columns 2t, 2t + 1 at rows 8 b + 2t, 8 b + 2t + 1."""
-    for stem in ("02_tensor_core", "03_one_launch", "04_in_flight"):
+    for stem in ("02_tensor_core", "03_one_launch", "04_in_flight", "05_one_range"):
         source = version_named(loaded, stem).source
         for line in STEP_LINES:
             assert line in source, (stem, line)
@@ -398,16 +410,16 @@ def test_every_version_matches_the_reference_on_the_check_shape(loaded: LoadedSu
 class _Warp:
     """One warp's walk through its range in 04's loop: which step's rows each stage holds."""
 
-    def __init__(self, t: int, t_end: int, stages: int) -> None:
-        self.t, self.t_end = t, t_end
-        self.held = [t, t + 64 if stages == 2 and t + 64 < t_end else None]
+    def __init__(self, t: int, t_end: int, stages: int, step: int = 64) -> None:
+        self.t, self.t_end, self.step = t, t_end, step
+        self.held = [t, t + step if stages == 2 and t + step < t_end else None]
         self.seen: list[int] = []
 
     def stage_step(self, i: int, ahead: int) -> bool:
         assert self.held[i] == self.t  # the stage holds this step's rows
         self.seen.append(self.t)
         self.held[i] = self.t + ahead if self.t + ahead < self.t_end else None
-        self.t += 64
+        self.t += self.step
         return self.t < self.t_end
 
 
@@ -430,3 +442,19 @@ def test_two_stage_loop_visits_every_step_once_with_its_own_rows(loaded: LoadedS
                 while w.stage_step(0, 64):
                     pass
             assert w.seen == [t_begin + 8 * warp + 64 * n for n in range(steps)]
+
+
+@pytest.mark.parametrize("warps", [8, 4])
+def test_a_row_blocks_warps_cover_the_range_once(warps: int) -> None:
+    """05's row blocks of 4 warps step 32 tokens (04's 8 warps, 64): over ranges of 1 to 5
+    64-token steps, the block's warps together compute every 8-token tile once."""
+    step = 8 * warps
+    for steps in range(1, 6):
+        t_begin, t_end = 192, 192 + 64 * steps
+        tiles = []
+        for slot in range(warps):
+            w = _Warp(t_begin + 8 * slot, t_end, 2, step)
+            while w.stage_step(0, 2 * step) and w.stage_step(1, 2 * step):
+                pass
+            tiles += w.seen
+        assert sorted(tiles) == list(range(t_begin, t_end, 8))
