@@ -35,9 +35,10 @@ from curriculum.index import add_indexes
 from curriculum.load import RawDoc, load_project
 from curriculum.markdown import add_highlighted, highlight_files
 from curriculum.measure import Measurements, measure
-from curriculum.render import Output, Renderer
+from curriculum.output import Output, StagedFiles
+from curriculum.render import Renderer
 from curriculum.validate import validate
-from curriculum.write import discard, stage_tree, swap_in
+from curriculum.write import discard, new_staging, swap_in
 
 
 @dataclass
@@ -97,6 +98,15 @@ def static_files(templates: Path) -> dict[str, bytes]:
                          if not line.strip().startswith(("pre {", "td.linenos", "span.linenos")))
     files["static/css/code.css"] = code_css.encode("utf-8")
     return files
+
+
+def render_edition(r: Renderer) -> None:
+    """Every page of the renderer's edition, in order."""
+    from curriculum.indexes import render_indexes
+    from curriculum.pages import render_pages
+
+    render_pages(r)
+    render_indexes(r)
 
 
 def finish_edition(out: Output, view: EditionView, static: dict[str, bytes], date: str,
@@ -160,6 +170,9 @@ def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = 
         f"{time.perf_counter() - started:.1f} s")
     for edition_id, folder in staged.items():
         swap_in(folder, out_dir / edition_id)
+        files = result.outputs[edition_id].files
+        if isinstance(files, StagedFiles):
+            files.moved(out_dir / edition_id)
     return result
 
 
@@ -178,25 +191,37 @@ class _EditionJob:
     strict: bool
 
     def run(self, edition_id: str) -> tuple[Output, list[Diagnostic], Path | None]:
-        """Render, index and check one edition; stage its folder if it passed."""
+        """Render, index and check one edition, each file streamed into a staging folder
+        as it is made; the folder is kept (to be swapped in) only if the edition passed."""
         diags = Diagnostics()
         edition = next(e for e in self.catalog.site.editions if e.id == edition_id)
         view = for_edition(self.catalog, edition)
-        out = Renderer(view, self.measurements, self.templates, self.root, diags,
-                       self.date).render_all()
-        leaks = LeakCheck(withheld_texts(self.catalog, view), public_texts(view))
+        staging = new_staging(self.out_dir / edition_id) if self.out_dir is not None else None
+        try:
+            out = Output(files=StagedFiles(staging, self.epoch) if staging else {},
+                         edition=edition.id)
+            renderer = Renderer(view, self.measurements, self.templates, self.root, diags,
+                                self.date, out)
+            render_edition(renderer)
+            leaks = LeakCheck(withheld_texts(self.catalog, view), public_texts(view))
 
-        def check_pages() -> None:  # while Pagefind indexes; its files are checked after
-            check_links(out.files, edition.id, diags)
-            leaks.scan(out.files, edition.id, diags)
+            def check_pages() -> None:  # while Pagefind indexes; its files are checked after
+                check_links(out.files, edition.id, diags)
+                leaks.scan(out.files, edition.id, diags)
 
-        bundle = finish_edition(out, view, self.static, self.date, meanwhile=check_pages)
-        leaks.scan(bundle, edition.id, diags)
-        failed = diags.items if self.strict else diags.errors
-        staged = None
-        if self.out_dir is not None and not failed:
-            staged = stage_tree(out.files, self.out_dir / edition_id, mtime=self.epoch)
-        return out, diags.items, staged
+            bundle = finish_edition(out, view, self.static, self.date, meanwhile=check_pages)
+            leaks.scan(bundle, edition.id, diags)
+            if staging is not None:
+                out.chapters = []  # in the EPUBs on disk now; not sent back to the parent
+            failed = diags.items if self.strict else diags.errors
+            if staging is not None and failed:
+                discard(staging)
+                staging = None
+        except BaseException:
+            if staging is not None:
+                discard(staging)
+            raise
+        return out, diags.items, staging
 
 
 _JOB: _EditionJob | None = None  # the job a forked worker inherits

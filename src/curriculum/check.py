@@ -21,7 +21,7 @@ import gzip
 import html
 import posixpath
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from curriculum.catalog import Body, Catalog
@@ -54,7 +54,7 @@ class _Lines:
         return i + 1, offset - self.starts[i] + 1
 
 
-def check_links(files: dict[str, bytes], edition: str, diags: Diagnostics,
+def check_links(files: Mapping[str, bytes], edition: str, diags: Diagnostics,
                 pages: Iterable[str] | None = None, prefix: str | None = None) -> None:
     """Check the links of `pages` (every HTML and CSS file by default) against `files`.
 
@@ -287,13 +287,14 @@ class LeakCheck:
                 self.shown |= shingles(text) & self.secret
         return not found <= self.shown
 
-    def scan(self, files: dict[str, bytes], edition: str, diags: Diagnostics) -> None:
+    def scan(self, files: Mapping[str, bytes], edition: str, diags: Diagnostics) -> None:
         secret = self.secret
         if not secret:
             return
-        for path, data in sorted(files.items()):
+        for path in sorted(files):  # one file at a time: they may be read from disk
             if path.endswith((".png", ".woff2", ".ico", ".epub")):
                 continue
+            data = files[path]
             packed = data[:2] == b"\x1f\x8b"  # the search index: gzip'd records of page text
             if packed:
                 with contextlib.suppress(OSError, EOFError):  # not gzip after all: read as it is

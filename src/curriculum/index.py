@@ -22,7 +22,7 @@ from xml.sax.saxutils import escape as xml_escape
 from curriculum.catalog import Catalog
 from curriculum.epub import add_epubs
 from curriculum.errors import UsageError
-from curriculum.render import Output, page_url
+from curriculum.output import KIND_LABELS, Output, page_url
 
 PAGEFIND_DIR = "static/pagefind/"
 # The runtime files the search page loads; Pagefind's bundled UI widgets are not used.
@@ -56,8 +56,6 @@ TITLES_FILE = "static/search-titles.json"
 def search_titles(out: Output) -> str:
     """Every indexed page's title, kind and address, for the search page's suggestions when a
     query finds nothing (the titles are on every listing page already)."""
-    from curriculum.render import KIND_LABELS
-
     rows = [{"title": p["title"], "url": p["path"],
              "kind": KIND_LABELS.get(p["kind"], str(p["kind"]).capitalize())}
             for p in sorted(out.pages, key=lambda p: p["path"])]

@@ -8,19 +8,9 @@ from typing import Any
 
 from markupsafe import Markup
 
-from curriculum.epub import epub_path
+from curriculum.output import JOIN_PAGE, KIND_LABELS, Chapter, epub_path, page_url, relative
 from curriculum.puzzle.site import puzzle_pages, puzzles_href
-from curriculum.render import (
-    JOIN_PAGE,
-    KIND_LABELS,
-    Chapter,
-    Renderer,
-    capsule_listing,
-    hours,
-    page_url,
-    relative,
-    toc,
-)
+from curriculum.render import Renderer, capsule_listing, hours, toc
 from curriculum.syllabus import lesson_counts
 
 
@@ -146,9 +136,9 @@ def capsule(r: Renderer, cap_id: str) -> None:
     locked = r.view.is_locked("capsule", cap_id)
     preview_html = r.markdown(cap.preview, path)
     rest_html = r.markdown(cap.rest, path)
-    r.out.chapters.append(Chapter(course=cap.course, part=part.title, capsule=cap_id,
-                                  title=cap.meta.title, summary=cap.meta.summary, path=path,
-                                  html=str(preview_html) + str(rest_html), locked=locked))
+    r.out.chapters.append(Chapter.of(course=cap.course, part=part.title, capsule=cap_id,
+                                     title=cap.meta.title, summary=cap.meta.summary, path=path,
+                                     html=str(preview_html) + str(rest_html), locked=locked))
     if next_cap is not None:
         up_next = _link(r, path, next_cap.meta.title, page_url("capsule", next_cap.id, r.cat))
     else:
