@@ -167,22 +167,25 @@ def _reading_order(r: Renderer, course_id: str) -> tuple[list[Any], dict[str, in
 
 
 def _sidebar(r: Renderer, course_id: str, cap_id: str, part_id: str) -> Markup:
-    """The course sidebar, rendered once per course and edition: every capsule
-    page of a course sits at the same depth, so the links are the same on each;
-    only the current part and capsule are marked per page. Its items carry no
-    progress keys (a thousand-capsule course repeats the list on every page);
-    the page's script reads each key from the link instead."""
-    key = ("sidebar", course_id)
+    """The course sidebar: every part of the course by title (each a link to its section of
+    the course page, which holds the full contents), and the capsules of the current part
+    only, so that a page's size does not grow with the capsules of other parts. It is
+    rendered once per part and edition (every capsule page of a course sits at the same
+    depth, so the links are the same on each); only the current capsule is marked per
+    page. Its items carry no progress keys; the page's script reads each key from the
+    link instead."""
+    key = ("sidebar", f"{course_id}/{part_id}")
     if key not in r.memo:
         entry = r.cat.courses[course_id]
         sibling = f"courses/{course_id}/-/index.html"  # any capsule page's folder depth
-        parts = [{"part": p, "capsules": [capsule_listing(r, r.cat.capsules[c], sibling)
-                                          for c in p.capsules]} for p in entry.parts]
+        course_href = relative(sibling, page_url("course", course_id, r.cat))
+        parts = [{"part": p, "href": f"{course_href}#part-{p.id}",
+                  "capsules": [capsule_listing(r, r.cat.capsules[c], sibling)
+                               for c in p.capsules] if p.id == part_id else None}
+                 for p in entry.parts]
         r.memo[key] = r.env.get_template("sidebar.html").render(
-            course=entry.meta, course_href=relative(sibling, page_url("course", course_id, r.cat)),
-            parts=parts)
+            course=entry.meta, course_href=course_href, parts=parts)
     html: str = r.memo[key]
-    html = html.replace(f'<details data-part="{part_id}">', f'<details data-part="{part_id}" open>', 1)
     html = html.replace(f'<li><a href="../{cap_id}/index.html">',
                         f'<li class="current"><a href="../{cap_id}/index.html" aria-current="page">', 1)
     return Markup(html)
