@@ -401,9 +401,10 @@ def count_html(folder: Path) -> int:
     return sum(1 for _ in folder.rglob("*.html")) if folder.is_dir() else 0
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of `pid` and every process under it, summed (from /proc; 0 elsewhere).
-    Forked workers share pages they have not written, so the sum over-counts a little."""
+def tree_memory(pid: int) -> tuple[int, int]:
+    """Resident and proportional-set bytes of `pid` and every process under it, summed
+    (from /proc; zeros elsewhere). The resident sum counts a page shared by a forked
+    worker and its parent twice; the proportional sum (PSS) splits it between them."""
     parents: dict[int, int] = {}
     rss: dict[int, int] = {}
     page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -424,26 +425,37 @@ def tree_rss(pid: int) -> int:
         more = {p for p, pp in parents.items() if pp in tree and p not in tree}
         tree |= more
         grew = bool(more)
-    return sum(rss.get(p, 0) for p in tree)
+    pss = 0
+    for p in tree:
+        try:
+            with open(f"/proc/{p}/smaps_rollup", "rb") as f:
+                for line in f:
+                    if line.startswith(b"Pss:"):
+                        pss += int(line.split()[1]) * 1024
+                        break
+        except OSError:
+            continue
+    return sum(rss.get(p, 0) for p in tree), pss
 
 
 def timed(cmd: list[str], cwd: Path, out: Path, env: dict[str, str] | None = None
-          ) -> tuple[float, float, int]:
-    """Run `cmd` once into a fresh `out`; return (wall seconds, child CPU seconds, peak
-    resident bytes of the process tree, sampled every 50 ms)."""
+          ) -> tuple[float, float, tuple[int, int]]:
+    """Run `cmd` once into a fresh `out`; return (wall seconds, child CPU seconds, the
+    peaks of the process tree's resident and proportional-set bytes, sampled every 50 ms)."""
     if out.exists():
         shutil.rmtree(out)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
-    peak = 0
+    peak = (0, 0)
     done = threading.Event()
 
     def sample() -> None:
         nonlocal peak
         while not done.is_set():
-            peak = max(peak, tree_rss(proc.pid))
+            rss, pss = tree_memory(proc.pid)
+            peak = (max(peak[0], rss), max(peak[1], pss))
             done.wait(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -487,7 +499,7 @@ def run_bench(corpus: Corpus, runs: int, work: Path, templates: Path,
     sources = corpus.capsules  # Markdown files each tool reads (plus mkdocs' index.md)
     walls: dict[str, list[float]] = {"curriculum": [], "mkdocs": []}
     cpus: dict[str, list[float]] = {"curriculum": [], "mkdocs": []}
-    peaks: dict[str, list[int]] = {"curriculum": [], "mkdocs": []}
+    peaks: dict[str, list[tuple[int, int]]] = {"curriculum": [], "mkdocs": []}
     tools = [("curriculum", cur_cmd, corpus.curriculum_root, cur_out)]
     if with_mkdocs:
         tools.append(("mkdocs", mk_cmd, corpus.mkdocs_root, mk_out))
@@ -498,7 +510,8 @@ def run_bench(corpus: Corpus, runs: int, work: Path, templates: Path,
             walls[name].append(w)
             cpus[name].append(c)
             peaks[name].append(peak)
-            said.append(f"{name} {w:.2f} s (peak {peak / 2**20:,.0f} MiB)")
+            said.append(f"{name} {w:.2f} s (peak RSS {peak[0] / 2**20:,.0f} MiB, "
+                        f"PSS {peak[1] / 2**20:,.0f} MiB)")
         print(f"  run {r + 1}/{runs}: {', '.join(said)}", file=sys.stderr)
 
     pages = {e: count_html(cur_out / e) for e in EDITIONS}
@@ -507,7 +520,9 @@ def run_bench(corpus: Corpus, runs: int, work: Path, templates: Path,
     res: dict[str, Any] = {
         "source_pages": sources,
         "curriculum": {
-            "command": cur_cmd, **cur, "peak_rss_bytes": max(peaks["curriculum"]),
+            "command": cur_cmd, **cur,
+            "peak_rss_bytes": max(p[0] for p in peaks["curriculum"]),
+            "peak_pss_bytes": max(p[1] for p in peaks["curriculum"]),
             "html_pages": {**pages, "total": pages_total},
             "s_per_source_page": cur["median"] / sources,
             "pages_per_s": {"both_editions": pages_total / cur["median"],
@@ -517,7 +532,9 @@ def run_bench(corpus: Corpus, runs: int, work: Path, templates: Path,
     if with_mkdocs:
         mk = summarize(walls["mkdocs"], cpus["mkdocs"])
         mk_pages = count_html(mk_out)
-        res["mkdocs"] = {"command": mk_cmd, **mk, "peak_rss_bytes": max(peaks["mkdocs"]),
+        res["mkdocs"] = {"command": mk_cmd, **mk,
+                         "peak_rss_bytes": max(p[0] for p in peaks["mkdocs"]),
+                         "peak_pss_bytes": max(p[1] for p in peaks["mkdocs"]),
                          "html_pages": mk_pages, "s_per_source_page": mk["median"] / sources,
                          "pages_per_s": mk_pages / mk["median"]}
         res["ratio"] = {
@@ -558,17 +575,17 @@ def render_table(res: dict[str, Any]) -> str:
         f"{res['load_average_1m']['end']:.1f} at end",
         "",
         f"{'tool':<28}{'pages':>8}{'median s':>10}{'min s':>8}{'max s':>8}{'cpu s':>8}"
-        f"{'ms/source':>11}{'peak MiB':>10}",
+        f"{'ms/source':>11}{'RSS MiB':>9}{'PSS MiB':>9}",
         f"{'curriculum (both editions)':<28}{p['total']:>8}{c['median']:>10.2f}{c['min']:>8.2f}"
         f"{c['max']:>8.2f}{c['cpu_median']:>8.2f}{1000 * c['s_per_source_page']:>11.2f}"
-        f"{c['peak_rss_bytes'] / mib:>10,.0f}",
+        f"{c['peak_rss_bytes'] / mib:>9,.0f}{c['peak_pss_bytes'] / mib:>9,.0f}",
     ]
     if "mkdocs" in res:
         m, r = res["mkdocs"], res["ratio"]
         lines += [
             f"{'mkdocs':<28}{m['html_pages']:>8}{m['median']:>10.2f}{m['min']:>8.2f}"
             f"{m['max']:>8.2f}{m['cpu_median']:>8.2f}{1000 * m['s_per_source_page']:>11.2f}"
-            f"{m['peak_rss_bytes'] / mib:>10,.0f}",
+            f"{m['peak_rss_bytes'] / mib:>9,.0f}{m['peak_pss_bytes'] / mib:>9,.0f}",
             "",
             f"per source page, wall time: curriculum {r['per_source_page']:.2f}x mkdocs",
             f"per source page, child CPU time: {r['per_source_page_cpu']:.2f}x",

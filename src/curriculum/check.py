@@ -256,6 +256,14 @@ def shingles(text: str) -> set[tuple[str, ...]]:
     return set(zip(*(words[i:] for i in range(SHINGLE)), strict=False))
 
 
+def shingle_hashes(text: str) -> set[int]:
+    """`shingles`, each run kept as its hash: a withheld text of a large course has
+    millions of runs, and an int costs a third of the memory of a tuple of eight words.
+    (Two different runs sharing a 64-bit hash would at worst flag a page for a look.)"""
+    words = _WORDS.findall(text.lower())
+    return set(map(hash, zip(*(words[i:] for i in range(SHINGLE)), strict=False)))
+
+
 def check_leaks(files: dict[str, bytes], withheld: Iterable[str], allowed: Iterable[str],
                 edition: str, diags: Diagnostics) -> None:
     """Every file of `files` against the runs of eight words withheld from the edition."""
@@ -267,24 +275,24 @@ class LeakCheck:
     sets of an edition's files (pages first, the search index when it is ready)."""
 
     def __init__(self, withheld: Iterable[str], allowed: Iterable[str]) -> None:
-        self.secret: set[tuple[str, ...]] = set()
+        self.secret: set[int] = set()
         for text in withheld:
-            self.secret |= shingles(text)
+            self.secret |= shingle_hashes(text)
         # Runs that the edition may show anyway (a sentence both in a preview and in the
         # withheld rest) are worked out only once some page holds a withheld run.
         self.allowed = list(allowed)
-        self.shown: set[tuple[str, ...]] | None = None
+        self.shown: set[int] | None = None
         # A course sidebar repeats on every capsule page; each distinct one is read once
         # (the per-page marks of the current capsule are ignored).
         self.seen_navs: dict[str, bool] = {}
 
-    def leaks(self, found: set[tuple[str, ...]]) -> bool:
+    def leaks(self, found: set[int]) -> bool:
         if not found:
             return False
         if self.shown is None:
             self.shown = set()
             for text in self.allowed:
-                self.shown |= shingles(text) & self.secret
+                self.shown |= shingle_hashes(text) & self.secret
         return not found <= self.shown
 
     def scan(self, files: Mapping[str, bytes], edition: str, diags: Diagnostics) -> None:
@@ -309,7 +317,7 @@ class LeakCheck:
                     start, end, key = nav
                     if key not in self.seen_navs:
                         self.seen_navs[key] = self.leaks(
-                            shingles(html.unescape(_TAG.sub(" ", key))) & secret)
+                            shingle_hashes(html.unescape(_TAG.sub(" ", key))) & secret)
                     leaked = self.seen_navs[key]
                     text = f"{text[:start]} {text[end:]}"
                 plain = visible_text(text)
@@ -317,7 +325,7 @@ class LeakCheck:
             else:
                 plain = html.unescape(text)
                 raw = text
-            if leaked or self.leaks(shingles(plain) & secret) or \
-                    self.leaks(shingles(raw) & secret):
+            if leaked or self.leaks(shingle_hashes(plain) & secret) or \
+                    self.leaks(shingle_hashes(raw) & secret):
                 diags.error(Loc(f"build/{edition}/{path}", 1, 1), "leak.withheld-text",
                             "holds text withheld from this edition")
