@@ -40,6 +40,10 @@ class Renderer:
         self.build_date = build_date
         self.out = out if out is not None else Output(edition=view.edition.id)
         self.memo: dict[tuple[str, str], Any] = {}  # per-edition values shared by many pages
+        # Whether fragments are kept for another edition rendered by this process (a build
+        # whose editions run in separate processes renders each fragment once per process).
+        self.keep_fragments = True
+        self._unpacked: dict[int, tuple[Body, tuple[Any, ...]]] = {}
         self.env = Environment(
             loader=FileSystemLoader(str(templates)),
             autoescape=select_autoescape(["html", "xml"]),
@@ -57,7 +61,7 @@ class Renderer:
         # A body renders to the same HTML on the same page in every edition that
         # shows it, so the fragment (and the files it needs) is rendered once a build.
         key = (body.file, body.line, body.text, page)
-        hit = self.m.fragments.get(key)
+        hit = self.m.fragments.get(key) if self.keep_fragments else None
         if hit is None:
             added: dict[str, bytes | str] = {}
             env: dict[str, Any] = {
@@ -67,12 +71,24 @@ class Renderer:
                 "chart": lambda text, line: self._chart(text, line, page, body, added),
                 "artifact": lambda kind, text, line: self._artifact(kind, text, line, body),
             }
-            hit = (render_tokens(list(body.tokens), env), added)
-            self.m.fragments[key] = hit
+            hit = (render_tokens(list(self.tokens(body)), env), added)
+            if self.keep_fragments:
+                self.m.fragments[key] = hit
         else:
             for name, data in hit[1].items():
                 self.out.add(name, data)
         return Markup(hit[0])
+
+    def tokens(self, body: Body) -> tuple[Any, ...]:
+        """A body's tokens; packed ones are unpacked once for the page that shows them."""
+        if not isinstance(body.parsed, bytes):
+            return body.parsed
+        hit = self._unpacked.get(id(body))
+        if hit is None or hit[0] is not body:
+            if len(self._unpacked) > 8:
+                self._unpacked.clear()
+            hit = self._unpacked[id(body)] = (body, body.tokens)
+        return hit[1]
 
     def _link(self, href: str, page: str, body: Body) -> str:
         scheme = link_scheme(href)
@@ -219,11 +235,11 @@ def capsule_listing(r: Renderer, cap: CapsuleEntry, page: str) -> dict[str, Any]
     }
 
 
-def toc(body_list: list[Body | None]) -> list[tuple[int, str, str]]:
+def toc(r: Renderer, body_list: list[Body | None]) -> list[tuple[int, str, str]]:
     out: list[tuple[int, str, str]] = []
     for b in body_list:
         if b is not None:
-            out.extend(headings(list(b.tokens)))
+            out.extend(headings(list(r.tokens(b))))
     return out
 
 

@@ -98,7 +98,7 @@ def find(root: Path, number: int) -> Puzzle | None:
 
 
 def _load(root: Path, folder: Path, diags: Diagnostics) -> list[Puzzle]:
-    from curriculum.load import _markdown_doc
+    from curriculum.load import markdown_doc
     from curriculum.validate import _body, _schema_errors
 
     puzzles: list[Puzzle] = []
@@ -115,7 +115,7 @@ def _load(root: Path, folder: Path, diags: Diagnostics) -> list[Puzzle]:
         if not md.is_file():
             diags.error(Loc(rel, 1, 1), "puzzle.missing-file", f"no {rel}/puzzle.md")
             continue
-        doc = _markdown_doc(root, md, "puzzle", diags)
+        doc = markdown_doc(root, md, "puzzle", diags)
         if doc is None:
             continue
         try:
