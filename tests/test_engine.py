@@ -295,3 +295,48 @@ def test_serve_defaults_to_the_edition_of_the_highest_tier(
     with pytest.raises(SystemExit):
         main(["serve", "--help"])
     assert "highest tier of site.yaml" in " ".join(capsys.readouterr().out.split())
+
+
+# -- what one build hands the next ---------------------------------------------------------
+
+
+def test_a_second_build_reuses_the_stored_blocks_and_formulas_and_writes_the_same_site(
+        sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from curriculum import markdown, store
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    monkeypatch.setenv("CURRICULUM_JOBS", "1")
+    monkeypatch.setattr(markdown, "_HIGHLIGHTED", {})
+    monkeypatch.setattr(markdown, "_MATHML", {})
+    build(sample, out_dir=tmp_path / "a", templates=TEMPLATES)
+    [kept] = (sample / store.STORE).glob("*.json.gz")
+    data = json.loads(__import__("gzip").decompress(kept.read_bytes()))
+    assert data["highlight"] and data["math"]
+    # The next build (a fresh process, in effect) converts nothing the store has.
+    monkeypatch.setattr(markdown, "_HIGHLIGHTED", {})
+    monkeypatch.setattr(markdown, "_MATHML", {})
+    monkeypatch.setattr(markdown, "_STORED_HIGHLIGHTED", {})
+    monkeypatch.setattr(markdown, "_STORED_MATHML", {})
+    import latex2mathml.converter
+
+    def no_convert(*args: object, **kwargs: object) -> str:
+        raise AssertionError("a stored formula was converted again")
+
+    monkeypatch.setattr(latex2mathml.converter, "convert", no_convert)
+    build(sample, out_dir=tmp_path / "b", templates=TEMPLATES)
+    a, b = tree(tmp_path / "a"), tree(tmp_path / "b")
+    assert a.keys() == b.keys() and [k for k in a if a[k] != b[k]] == []
+
+
+def test_no_tier_or_edition_name_is_written_into_the_generator() -> None:
+    """Tier names and their order come from site.yaml; the generator's code names none."""
+    import io
+    import tokenize
+
+    named = {"free", "account", "premium", "member", "members", "public"}
+    found = []
+    for path in sorted((REPO / "src" / "curriculum").rglob("*.py")):
+        for tok in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
+            if tok.type == tokenize.STRING and tok.string.strip("'\"").lower() in named:
+                found.append(f"{path.relative_to(REPO)}:{tok.start[0]}: {tok.string}")
+    assert found == []

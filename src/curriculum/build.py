@@ -21,7 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from curriculum import index
+from curriculum import index, store
 from curriculum.catalog import Catalog
 from curriculum.check import LeakCheck, check_links
 from curriculum.engine import page_units, render_into
@@ -122,6 +122,7 @@ def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = 
     out_dir = (out_dir or root / "build").resolve()
     if not templates.is_dir():
         raise UsageError(f"no templates folder at {templates}")
+    store.load(root)  # what the last build highlighted and converted
     with _forked(min(1, build_jobs() - 1)) as side:
         # While this process loads and validates, a second one highlights the code blocks.
         pending = side.submit(highlight_files, sorted((root / "content").rglob("*.md"))) \
@@ -161,6 +162,8 @@ def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = 
         files = result.outputs[edition_id].files
         if isinstance(files, StagedFiles):
             files.moved(out_dir / edition_id)
+    if write:
+        store.save(root)  # for the next build
     return result
 
 
