@@ -62,7 +62,7 @@ MINUTES_PER_FIGURE = 0.5
 # --- schema errors --------------------------------------------------------------
 
 
-def _schema_errors(doc: RawDoc, model: type[BaseModel], exc: ValidationError,
+def schema_errors(doc: RawDoc, model: type[BaseModel], exc: ValidationError,
                    diags: Diagnostics) -> None:
     for err in exc.errors(include_url=False):
         path = tuple(p for p in err["loc"] if isinstance(p, str | int))
@@ -137,19 +137,19 @@ def _model(doc: RawDoc, diags: Diagnostics) -> Any:
     try:
         return model.model_validate(doc.data)
     except ValidationError as exc:
-        _schema_errors(doc, model, exc, diags)
+        schema_errors(doc, model, exc, diags)
         return None
 
 
 # --- Markdown bodies --------------------------------------------------------------
 
 
-def _body(text: str, file: str, line: int) -> Body:
+def parse_body(text: str, file: str, line: int) -> Body:
     tokens = parse(text)
     return Body(text, file, line, collect_refs(tokens), tuple(tokens))
 
 
-def _check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnostics,
+def check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnostics,
                 max_asset_bytes: int = DEFAULT_MAX_BYTES) -> None:
     refs = body.refs
     check_markup(body, diags)
@@ -192,6 +192,9 @@ def _check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnos
             diags.error(Loc(body.file, body.line + line, 1), "math.invalid",
                         f"cannot render math '{latex.strip()[:40]}': "
                         f"{str(exc) or type(exc).__name__}")
+
+
+_body, _check_body = parse_body, check_body  # the names older tests import
 
 
 def _image_loc(body: Body, line: int, src: str) -> Loc:
@@ -247,8 +250,8 @@ def _capsule(doc: RawDoc, meta: CapsuleMeta, place: tuple[str, str, str], root: 
     """One placed capsule's entry: its body split at `<!-- more -->`, parsed once, and
     checked when the capsule is ready."""
     head, tail, at = split_at_marker(doc.body, "more")
-    preview = _body(head, doc.file, doc.body_line)
-    rest = _body(tail, doc.file, doc.body_line + at) if tail is not None else None
+    preview = parse_body(head, doc.file, doc.body_line)
+    rest = parse_body(tail, doc.file, doc.body_line + at) if tail is not None else None
     if meta.status == "ready":
         if not doc.body.strip():
             diags.error(Loc(doc.file, doc.body_line, 1), "capsule.empty",
@@ -256,7 +259,7 @@ def _capsule(doc: RawDoc, meta: CapsuleMeta, place: tuple[str, str, str], root: 
         lint_yaml(doc, diags)
         for b in (preview, rest):
             if b is not None:
-                _check_body(b, root, ids, diags, limit)
+                check_body(b, root, ids, diags, limit)
     if pack:  # checked: from here on only the renderer reads the tokens
         preview, rest = preview.packed(), rest.packed() if rest is not None else None
     return CapsuleEntry(doc.id, *place, meta, Loc(doc.file, 1, 1), preview, rest,
@@ -371,11 +374,11 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
             diags.error(Loc(doc.file, doc.body_line, 1), "question.no-answer",
                         "no '<!-- answer -->' line between the question and the answer")
             continue
-        q_body = _body(head, doc.file, doc.body_line)
-        a_body = _body(tail, doc.file, doc.body_line + at)
+        q_body = parse_body(head, doc.file, doc.body_line)
+        a_body = parse_body(tail, doc.file, doc.body_line + at)
         lint_yaml(doc, diags)
         for b in (q_body, a_body):
-            _check_body(b, root, ids, diags, limit)
+            check_body(b, root, ids, diags, limit)
         q_terms = _terms(meta.title, meta.summary, q_body.text)
         related = rank_related(q_terms, {c: capsule_terms[c] for c in meta.concepts
                                          if c in capsule_terms})
@@ -390,12 +393,12 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
             diags.error(doc.positions.loc(("script",)), "experiment.no-script",
                         f"no script templates/static/js/experiments/{meta.script}.js")
         head, tail, at = split_at_marker(doc.body, "more")
-        preview = _body(head, doc.file, doc.body_line)
-        rest = _body(tail, doc.file, doc.body_line + at) if tail is not None else None
+        preview = parse_body(head, doc.file, doc.body_line)
+        rest = parse_body(tail, doc.file, doc.body_line + at) if tail is not None else None
         lint_yaml(doc, diags)
         for b in (preview, rest):
             if b is not None:
-                _check_body(b, root, ids, diags, limit)
+                check_body(b, root, ids, diags, limit)
         experiments[doc.id] = ExperimentEntry(doc.id, meta, Loc(doc.file, 1, 1), preview, rest)
 
     # Paths.
