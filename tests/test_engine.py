@@ -340,3 +340,21 @@ def test_no_tier_or_edition_name_is_written_into_the_generator() -> None:
             if tok.type == tokenize.STRING and tok.string.strip("'\"").lower() in named:
                 found.append(f"{path.relative_to(REPO)}:{tok.start[0]}: {tok.string}")
     assert found == []
+
+
+def test_a_failed_edit_leaves_the_last_good_pages_to_be_indexed(live: LiveSite,
+                                                                sample: Path) -> None:
+    from curriculum.serve import Indexer
+
+    indexer = Indexer(live, lambda update: None, quiet_s=0.3)
+    live.indexer = indexer
+    try:
+        rel = "content/courses/demo/capsules/bandwidth.md"
+        edit(sample, rel, "title: Bandwidth in numbers", "title: Bandwidth, indexed")
+        assert live.apply([sample / rel]).ok
+        edit(sample, rel, "title: Bandwidth, indexed", "title: [unclosed")
+        assert not live.apply([sample / rel]).ok
+        assert indexer.idle(timeout=60) and indexer.runs == 1
+        assert b"Bandwidth, indexed" in live.files["feed.xml"]
+    finally:
+        indexer.stop()

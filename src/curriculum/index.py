@@ -130,7 +130,7 @@ class Cancelled(Exception):
 # (and, where editions are built side by side, one edition's bundles at a time:
 # `PAGEFIND_LOCK`). The first bundle is static/pagefind/; its entry file names the others,
 # static/pagefind-2/ and on, which the search page merges into it.
-PAGEFIND_CHUNK = 2000
+PAGEFIND_CHUNK = 1200
 PAGEFIND_LOCK: Any = None  # a lock shared by forked edition workers, set by the build
 _TITLE = re.compile(r"<title>.*?</title>", re.S)
 _MAIN_ELEMENT = re.compile(r"<main[ >].*?</main>", re.S)

@@ -75,7 +75,8 @@ def fullest_edition(catalog: Catalog) -> str:
     """The edition whose `max_tier` is the last (highest) tier of site.yaml: the one an
     author sees every page of in full; the first such edition when several are."""
     rank = catalog.tier_rank
-    return max(catalog.site.editions, key=lambda e: (rank[e.max_tier], -catalog.site.editions.index(e))).id
+    editions = catalog.site.editions
+    return max(editions, key=lambda e: (rank[e.max_tier], -editions.index(e))).id
 
 
 class LiveSite:
@@ -89,6 +90,7 @@ class LiveSite:
         self.files: dict[str, bytes] = {}
         self.errors: list[Diagnostic] = []  # of the latest attempt; empty when it built
         self.version = 0
+        self.files_version = 0
         self.last: Update | None = None
         self.cond = threading.Condition()
         self.date, _ = build_date()
@@ -123,6 +125,8 @@ class LiveSite:
         with self.cond:
             self.version += 1
             update.version = self.version
+            if update.ok:
+                self.files_version = self.version  # the rebuild whose pages are served
             self.last = update
             self.cond.notify_all()
         if update.ok and update.changed:
@@ -271,14 +275,14 @@ class LiveSite:
         assert self.view is not None
         view, engine = self.view, self.engine
         with self.cond:
-            if self.version != version:
+            if self.files_version != version:
                 raise Cancelled
             pages = {p: d for p, d in self.files.items() if p not in self.index_files}
         out = engine.output(self.edition_id, pages)
         finish_edition(out, view, {}, self.date, cancelled=cancelled)
         made = {p: d for p, d in out.files.items() if p not in pages or d is not pages[p]}
         with self.cond:
-            if self.version != version or cancelled():
+            if self.files_version != version or cancelled():
                 raise Cancelled  # a newer rebuild's pages are served; its indexes follow
             kept = {p: d for p, d in self.files.items() if p not in self.index_files}
             self.index_files = set(made)
