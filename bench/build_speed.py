@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -275,9 +276,21 @@ tiers:
   - id: account
     label: Account
     description: Anyone signed in.
+    offer:
+      gives: The account capsules; nothing to pay.
+      price: Free with an account
+      join_label: Create an account
+      join_url: https://bench.example.org/join/
+      sign_in_url: https://bench.example.org/sign-in/
   - id: premium
     label: Members
     description: Paying members.
+    offer:
+      gives: Every capsule in full.
+      price: Paid membership
+      join_label: Become a member
+      join_url: https://bench.example.org/members/
+      sign_in_url: https://bench.example.org/sign-in/
 editions:
   - id: public
     max_tier: free
@@ -388,20 +401,75 @@ def count_html(folder: Path) -> int:
     return sum(1 for _ in folder.rglob("*.html")) if folder.is_dir() else 0
 
 
-def timed(cmd: list[str], cwd: Path, out: Path) -> tuple[float, float]:
-    """Run `cmd` once into a fresh `out`; return (wall seconds, child CPU seconds)."""
+def tree_memory(pid: int) -> tuple[int, int]:
+    """Resident and proportional-set bytes of `pid` and every process under it, summed
+    (from /proc; zeros elsewhere). The resident sum counts a page shared by a forked
+    worker and its parent twice; the proportional sum (PSS) splits it between them."""
+    parents: dict[int, int] = {}
+    rss: dict[int, int] = {}
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    for entry in os.scandir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2:].split()
+        parents[int(entry.name)] = int(fields[1])
+        rss[int(entry.name)] = int(fields[21]) * page
+    tree = {pid}
+    grew = True
+    while grew:
+        more = {p for p, pp in parents.items() if pp in tree and p not in tree}
+        tree |= more
+        grew = bool(more)
+    pss = 0
+    for p in tree:
+        try:
+            with open(f"/proc/{p}/smaps_rollup", "rb") as f:
+                for line in f:
+                    if line.startswith(b"Pss:"):
+                        pss += int(line.split()[1]) * 1024
+                        break
+        except OSError:
+            continue
+    return sum(rss.get(p, 0) for p in tree), pss
+
+
+def timed(cmd: list[str], cwd: Path, out: Path, env: dict[str, str] | None = None
+          ) -> tuple[float, float, tuple[int, int]]:
+    """Run `cmd` once into a fresh `out`; return (wall seconds, child CPU seconds, the
+    peaks of the process tree's resident and proportional-set bytes, sampled every 50 ms)."""
     if out.exists():
         shutil.rmtree(out)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    peak = (0, 0)
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            rss, pss = tree_memory(proc.pid)
+            peak = (max(peak[0], rss), max(peak[1], pss))
+            done.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = proc.communicate()
     wall = time.perf_counter() - start
+    done.set()
+    sampler.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
-        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
+        sys.stderr.write(stdout[-4000:] + stderr[-4000:])
         raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+    return wall, cpu, peak
 
 
 def summarize(walls: list[float], cpus: list[float]) -> dict[str, Any]:
@@ -410,7 +478,8 @@ def summarize(walls: list[float], cpus: list[float]) -> dict[str, Any]:
             "cpu_median": statistics.median(cpus)}
 
 
-def run_bench(corpus: Corpus, runs: int, work: Path, templates: Path) -> dict[str, Any]:
+def run_bench(corpus: Corpus, runs: int, work: Path, templates: Path,
+              with_mkdocs: bool = True) -> dict[str, Any]:
     assert corpus.curriculum_root is not None and corpus.mkdocs_root is not None
     py = sys.executable
     cur_out = work / "site-curriculum"
@@ -427,42 +496,56 @@ def run_bench(corpus: Corpus, runs: int, work: Path, templates: Path) -> dict[st
         sys.stderr.write(check.stdout[-6000:])
         raise SystemExit("the generated corpus does not pass `curriculum check`")
 
-    cur_w: list[float] = []
-    cur_c: list[float] = []
-    mk_w: list[float] = []
-    mk_c: list[float] = []
+    sources = corpus.capsules  # Markdown files each tool reads (plus mkdocs' index.md)
+    walls: dict[str, list[float]] = {"curriculum": [], "mkdocs": []}
+    cpus: dict[str, list[float]] = {"curriculum": [], "mkdocs": []}
+    peaks: dict[str, list[tuple[int, int]]] = {"curriculum": [], "mkdocs": []}
+    tools = [("curriculum", cur_cmd, corpus.curriculum_root, cur_out)]
+    if with_mkdocs:
+        tools.append(("mkdocs", mk_cmd, corpus.mkdocs_root, mk_out))
     for r in range(runs):  # interleave the tools so drift hits both alike
-        w, c = timed(cur_cmd, corpus.curriculum_root, cur_out)
-        cur_w.append(w)
-        cur_c.append(c)
-        w2, c2 = timed(mk_cmd, corpus.mkdocs_root, mk_out)
-        mk_w.append(w2)
-        mk_c.append(c2)
-        print(f"  run {r + 1}/{runs}: curriculum {w:.2f} s, mkdocs {w2:.2f} s", file=sys.stderr)
+        said = []
+        for name, cmd, cwd, out in tools:
+            w, c, peak = timed(cmd, cwd, out)
+            walls[name].append(w)
+            cpus[name].append(c)
+            peaks[name].append(peak)
+            said.append(f"{name} {w:.2f} s (peak RSS {peak[0] / 2**20:,.0f} MiB, "
+                        f"PSS {peak[1] / 2**20:,.0f} MiB)")
+        print(f"  run {r + 1}/{runs}: {', '.join(said)}", file=sys.stderr)
 
     pages = {e: count_html(cur_out / e) for e in EDITIONS}
     pages_total = sum(pages.values())
-    mk_pages = count_html(mk_out)
-    cur = summarize(cur_w, cur_c)
-    mk = summarize(mk_w, mk_c)
-    cur_rate_total = pages_total / cur["median"]
-    cur_rate_one = pages["member"] / cur["median"]
-    mk_rate = mk_pages / mk["median"]
-    return {
+    cur = summarize(walls["curriculum"], cpus["curriculum"])
+    res: dict[str, Any] = {
+        "source_pages": sources,
         "curriculum": {
             "command": cur_cmd, **cur,
+            "peak_rss_bytes": max(p[0] for p in peaks["curriculum"]),
+            "peak_pss_bytes": max(p[1] for p in peaks["curriculum"]),
             "html_pages": {**pages, "total": pages_total},
-            "pages_per_s": {"both_editions": cur_rate_total, "one_edition": cur_rate_one},
-        },
-        "mkdocs": {"command": mk_cmd, **mk, "html_pages": mk_pages, "pages_per_s": mk_rate},
-        "ratio": {
-            "headline": cur_rate_total / mk_rate,
-            "headline_is": "curriculum pages/s counting every HTML page of both editions "
-                           "written by one build, divided by mkdocs pages/s",
-            "one_edition": cur_rate_one / mk_rate,
-            "cpu_time": (pages_total / cur["cpu_median"]) / (mk_pages / mk["cpu_median"]),
+            "s_per_source_page": cur["median"] / sources,
+            "pages_per_s": {"both_editions": pages_total / cur["median"],
+                            "one_edition": pages["member"] / cur["median"]},
         },
     }
+    if with_mkdocs:
+        mk = summarize(walls["mkdocs"], cpus["mkdocs"])
+        mk_pages = count_html(mk_out)
+        res["mkdocs"] = {"command": mk_cmd, **mk,
+                         "peak_rss_bytes": max(p[0] for p in peaks["mkdocs"]),
+                         "peak_pss_bytes": max(p[1] for p in peaks["mkdocs"]),
+                         "html_pages": mk_pages, "s_per_source_page": mk["median"] / sources,
+                         "pages_per_s": mk_pages / mk["median"]}
+        res["ratio"] = {
+            "per_source_page": mk["median"] / cur["median"],
+            "per_source_page_is": "mkdocs seconds per source page divided by curriculum "
+                                  "seconds per source page (both editions in one build): "
+                                  "how many times faster curriculum turns a source into a site",
+            "per_source_page_cpu": mk["cpu_median"] / cur["cpu_median"],
+            "headline_pages": (pages_total / cur["median"]) / (mk_pages / mk["median"]),
+        }
+    return res
 
 
 def _tool_version(module: str) -> str:
@@ -482,8 +565,9 @@ def _module_file() -> str:
 
 
 def render_table(res: dict[str, Any]) -> str:
-    c, m, r = res["curriculum"], res["mkdocs"], res["ratio"]
+    c = res["curriculum"]
     p = c["html_pages"]
+    mib = 2**20
     lines = [
         f"corpus: {res['corpus']['capsules']} capsules, {res['corpus']['prose_words']:,} prose "
         f"words, access {res['corpus']['access']}; {res['runs']} cold runs each; "
@@ -491,19 +575,22 @@ def render_table(res: dict[str, Any]) -> str:
         f"{res['load_average_1m']['end']:.1f} at end",
         "",
         f"{'tool':<28}{'pages':>8}{'median s':>10}{'min s':>8}{'max s':>8}{'cpu s':>8}"
-        f"{'pages/s':>10}",
+        f"{'ms/source':>11}{'RSS MiB':>9}{'PSS MiB':>9}",
         f"{'curriculum (both editions)':<28}{p['total']:>8}{c['median']:>10.2f}{c['min']:>8.2f}"
-        f"{c['max']:>8.2f}{c['cpu_median']:>8.2f}{c['pages_per_s']['both_editions']:>10.1f}",
-        f"{'  member edition only':<28}{p['member']:>8}{'':>10}{'':>8}{'':>8}{'':>8}"
-        f"{c['pages_per_s']['one_edition']:>10.1f}",
-        f"{'  public edition':<28}{p['public']:>8}",
-        f"{'mkdocs':<28}{m['html_pages']:>8}{m['median']:>10.2f}{m['min']:>8.2f}"
-        f"{m['max']:>8.2f}{m['cpu_median']:>8.2f}{m['pages_per_s']:>10.1f}",
-        "",
-        f"ratio, headline (both editions' pages / one build): {r['headline']:.2f}x mkdocs pages/s",
-        f"ratio, one edition's pages over the same wall time:  {r['one_edition']:.2f}x",
-        f"ratio, both editions, by child CPU time (less noise): {r['cpu_time']:.2f}x",
+        f"{c['max']:>8.2f}{c['cpu_median']:>8.2f}{1000 * c['s_per_source_page']:>11.2f}"
+        f"{c['peak_rss_bytes'] / mib:>9,.0f}{c['peak_pss_bytes'] / mib:>9,.0f}",
     ]
+    if "mkdocs" in res:
+        m, r = res["mkdocs"], res["ratio"]
+        lines += [
+            f"{'mkdocs':<28}{m['html_pages']:>8}{m['median']:>10.2f}{m['min']:>8.2f}"
+            f"{m['max']:>8.2f}{m['cpu_median']:>8.2f}{1000 * m['s_per_source_page']:>11.2f}"
+            f"{m['peak_rss_bytes'] / mib:>9,.0f}{m['peak_pss_bytes'] / mib:>9,.0f}",
+            "",
+            f"per source page, wall time: curriculum {r['per_source_page']:.2f}x mkdocs",
+            f"per source page, child CPU time: {r['per_source_page_cpu']:.2f}x",
+            f"(HTML pages written per second, both editions counted: {r['headline_pages']:.2f}x)",
+        ]
     return "\n".join(lines)
 
 
@@ -519,10 +606,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="write the corpus and sites here and keep them (must not exist)")
     ap.add_argument("--json", type=Path, default=None,
                     help="write JSON results to FILE (default: after the table, on stdout)")
+    ap.add_argument("--no-mkdocs", action="store_true",
+                    help="time curriculum alone (a large corpus, when mkdocs was timed before)")
     args = ap.parse_args(argv)
     if args.capsules < 2 or args.runs < 1:
         ap.error("need --capsules >= 2 and --runs >= 1")
-    for mod in ("mkdocs", "pymdownx"):
+    for mod in () if args.no_mkdocs else ("mkdocs", "pymdownx"):
         try:
             __import__(mod)
         except ImportError:
@@ -543,7 +632,8 @@ def main(argv: list[str] | None = None) -> int:
         corpus = generate(work, args.capsules, args.words, args.seed)
         print(f"generated {args.capsules} capsules in {time.perf_counter() - started:.1f} s "
               f"under {work}", file=sys.stderr)
-        res = run_bench(corpus, args.runs, work, args.templates.resolve())
+        res = run_bench(corpus, args.runs, work, args.templates.resolve(),
+                        with_mkdocs=not args.no_mkdocs)
     finally:
         if tmp is not None:
             tmp.cleanup()

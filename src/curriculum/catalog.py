@@ -3,6 +3,8 @@ every later stage reads. Entries are frozen; lists are tuples."""
 
 from __future__ import annotations
 
+import pickle
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -24,16 +26,34 @@ from curriculum.models import (
     Syllabus,
 )
 
+# Above this many capsules, validation keeps each body's parsed tokens pickled and
+# compressed (about a tenth of their size) and the renderer unpacks them when it renders the
+# body: a 10,000-capsule course would otherwise hold about a gigabyte of tokens per process.
+PACK_TOKENS_ABOVE = 2000
+
 
 @dataclass(frozen=True)
 class Body:
-    """A Markdown text and where it starts in its file."""
+    """A Markdown text, where it starts in its file, and its tokens, parsed once."""
 
     text: str
     file: str
     line: int  # 1-based line of the text's first line
     refs: Refs = field(default_factory=Refs, compare=False)
-    tokens: tuple[Token, ...] = field(default=(), compare=False, repr=False)
+    parsed: tuple[Token, ...] | bytes = field(default=(), compare=False, repr=False)
+
+    @property
+    def tokens(self) -> tuple[Token, ...]:
+        if isinstance(self.parsed, bytes):
+            return pickle.loads(zlib.decompress(self.parsed))  # type: ignore[no-any-return]
+        return self.parsed
+
+    def packed(self) -> Body:
+        """The same body with its tokens pickled and compressed."""
+        if isinstance(self.parsed, bytes):
+            return self
+        data = zlib.compress(pickle.dumps(self.parsed, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        return Body(self.text, self.file, self.line, self.refs, data)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import gzip
 import html
 import posixpath
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from curriculum.catalog import Body, Catalog
@@ -54,7 +54,7 @@ class _Lines:
         return i + 1, offset - self.starts[i] + 1
 
 
-def check_links(files: dict[str, bytes], edition: str, diags: Diagnostics,
+def check_links(files: Mapping[str, bytes], edition: str, diags: Diagnostics,
                 pages: Iterable[str] | None = None, prefix: str | None = None) -> None:
     """Check the links of `pages` (every HTML and CSS file by default) against `files`.
 
@@ -256,10 +256,40 @@ def shingles(text: str) -> set[tuple[str, ...]]:
     return set(zip(*(words[i:] for i in range(SHINGLE)), strict=False))
 
 
+def shingle_hashes(text: str) -> set[int]:
+    """`shingles`, each run kept as its hash: a withheld text of a large course has
+    millions of runs, and an int costs a third of the memory of a tuple of eight words.
+    (Two different runs sharing a 64-bit hash would at worst flag a page for a look.)"""
+    words = _WORDS.findall(text.lower())
+    return set(map(hash, zip(*(words[i:] for i in range(SHINGLE)), strict=False)))
+
+
 def check_leaks(files: dict[str, bytes], withheld: Iterable[str], allowed: Iterable[str],
                 edition: str, diags: Diagnostics) -> None:
     """Every file of `files` against the runs of eight words withheld from the edition."""
     LeakCheck(withheld, allowed).scan(files, edition, diags)
+
+
+class _Runs:
+    """A set of run hashes as one sorted array: eight bytes a run, where a set of Python
+    ints costs about sixty (a 10,000-capsule course withholds millions of runs)."""
+
+    def __init__(self, parts: Iterable[set[int]]) -> None:
+        import numpy as np
+
+        arrays = [np.fromiter(part, dtype=np.int64, count=len(part)) for part in parts if part]
+        self.sorted = np.unique(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
+        self.size = int(self.sorted.size)
+
+    def among(self, found: set[int]) -> set[int]:
+        """The runs of `found` that are in this set."""
+        if not found or not self.size:
+            return set()
+        import numpy as np
+
+        page = np.fromiter(found, dtype=np.int64, count=len(found))
+        at = np.minimum(np.searchsorted(self.sorted, page), self.size - 1)
+        return set(page[self.sorted[at] == page].tolist())
 
 
 class LeakCheck:
@@ -267,33 +297,32 @@ class LeakCheck:
     sets of an edition's files (pages first, the search index when it is ready)."""
 
     def __init__(self, withheld: Iterable[str], allowed: Iterable[str]) -> None:
-        self.secret: set[tuple[str, ...]] = set()
-        for text in withheld:
-            self.secret |= shingles(text)
+        self.secret = _Runs(shingle_hashes(text) for text in withheld)
         # Runs that the edition may show anyway (a sentence both in a preview and in the
         # withheld rest) are worked out only once some page holds a withheld run.
         self.allowed = list(allowed)
-        self.shown: set[tuple[str, ...]] | None = None
+        self.shown: set[int] | None = None
         # A course sidebar repeats on every capsule page; each distinct one is read once
         # (the per-page marks of the current capsule are ignored).
         self.seen_navs: dict[str, bool] = {}
 
-    def leaks(self, found: set[tuple[str, ...]]) -> bool:
+    def leaks(self, found: set[int]) -> bool:
         if not found:
             return False
         if self.shown is None:
             self.shown = set()
             for text in self.allowed:
-                self.shown |= shingles(text) & self.secret
+                self.shown |= self.secret.among(shingle_hashes(text))
         return not found <= self.shown
 
-    def scan(self, files: dict[str, bytes], edition: str, diags: Diagnostics) -> None:
+    def scan(self, files: Mapping[str, bytes], edition: str, diags: Diagnostics) -> None:
         secret = self.secret
-        if not secret:
+        if not secret.size:
             return
-        for path, data in sorted(files.items()):
+        for path in sorted(files):  # one file at a time: they may be read from disk
             if path.endswith((".png", ".woff2", ".ico", ".epub")):
                 continue
+            data = files[path]
             packed = data[:2] == b"\x1f\x8b"  # the search index: gzip'd records of page text
             if packed:
                 with contextlib.suppress(OSError, EOFError):  # not gzip after all: read as it is
@@ -308,7 +337,7 @@ class LeakCheck:
                     start, end, key = nav
                     if key not in self.seen_navs:
                         self.seen_navs[key] = self.leaks(
-                            shingles(html.unescape(_TAG.sub(" ", key))) & secret)
+                            secret.among(shingle_hashes(html.unescape(_TAG.sub(" ", key)))))
                     leaked = self.seen_navs[key]
                     text = f"{text[:start]} {text[end:]}"
                 plain = visible_text(text)
@@ -316,7 +345,7 @@ class LeakCheck:
             else:
                 plain = html.unescape(text)
                 raw = text
-            if leaked or self.leaks(shingles(plain) & secret) or \
-                    self.leaks(shingles(raw) & secret):
+            if leaked or self.leaks(secret.among(shingle_hashes(plain))) or \
+                    self.leaks(secret.among(shingle_hashes(raw))):
                 diags.error(Loc(f"build/{edition}/{path}", 1, 1), "leak.withheld-text",
                             "holds text withheld from this edition")

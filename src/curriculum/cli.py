@@ -2,7 +2,7 @@
 
     curriculum build [--edition public|account|member|all] [--out DIR] [--strict] [--bench]
     curriculum check [--strict] [--site]
-    curriculum serve [--edition member] [--port 8000] [--open]
+    curriculum serve [--edition EDITION] [--port 8000] [--open]
     curriculum new capsule|question|drill|path ID [...]
     curriculum bench [...]          (on a machine with a CUDA GPU)
     curriculum artifacts [--only ID-GLOB] [--out DIR]   (PTX, SASS, ncu figures; GPU + CUDA tools)
@@ -135,6 +135,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     def log(update: Update) -> None:
         report(update.diagnostics)
+        if update.indexed:  # the search index, sitemap, feed and EPUB, after a rebuild
+            _console().print(f"[dim]indexes made in {update.seconds * 1000:.0f} ms[/]")
+            return
         if update.ok:
             what = "built" if update.version == 1 else (
                 f"rebuilt {len(update.rebuilt)} unit(s), {len(update.changed)} file(s) changed")
@@ -146,7 +149,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     templates = args.templates or args.root / "templates"
     server = Server(args.root, templates, args.edition, port=args.port, log=log)
     server.start()
-    _console().print(f"serving the {args.edition} edition at {server.url} "
+    _console().print(f"serving the {server.site.edition_id} edition at {server.url} "
                      "(watching for edits; Ctrl+C stops)")
     if args.open:
         import webbrowser
@@ -257,7 +260,11 @@ def parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_check)
 
     s = sub.add_parser("serve", help="serve one edition on localhost, rebuilding on every edit")
-    s.add_argument("--edition", default="member", help="edition to serve (default: member)")
+    s.add_argument("--edition", default="",
+                   help="edition to serve (default: the edition whose max_tier is the highest "
+                        "tier of site.yaml, which shows every page in full: member in this "
+                        "repository's course; public shows what a reader without an account "
+                        "sees)")
     s.add_argument("--port", type=int, default=8000, help="port (default: 8000; 0 picks one)")
     s.add_argument("--open", action="store_true", help="open the site in a browser")
     s.set_defaults(func=cmd_serve)

@@ -22,7 +22,7 @@ from xml.parsers import expat
 
 from curriculum.catalog import Catalog
 from curriculum.charts import valid_svg
-from curriculum.render import Chapter, Output
+from curriculum.output import Chapter, Output, epub_path
 
 _VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
          "track", "wbr"}
@@ -50,11 +50,6 @@ figure img { max-width: 100%; }
 .summary { font-style: italic; }
 .locked, .admonition { border-left: 3px solid #777; padding-left: 0.8em; }
 """
-
-
-def epub_path(course_id: str, edition_id: str) -> str:
-    """Where a course's EPUB lives in an edition, relative to the site root."""
-    return f"courses/{course_id}/{course_id}-{edition_id}.epub"
 
 
 class _Xhtml(HTMLParser):

@@ -7,6 +7,7 @@ that edition shows: titles, summaries and the visible text of each page.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import html
@@ -14,7 +15,7 @@ import json
 import re
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape as xml_escape
@@ -22,7 +23,7 @@ from xml.sax.saxutils import escape as xml_escape
 from curriculum.catalog import Catalog
 from curriculum.epub import add_epubs
 from curriculum.errors import UsageError
-from curriculum.render import Output, page_url
+from curriculum.output import KIND_LABELS, Output, page_url
 
 PAGEFIND_DIR = "static/pagefind/"
 # The runtime files the search page loads; Pagefind's bundled UI widgets are not used.
@@ -56,8 +57,6 @@ TITLES_FILE = "static/search-titles.json"
 def search_titles(out: Output) -> str:
     """Every indexed page's title, kind and address, for the search page's suggestions when a
     query finds nothing (the titles are on every listing page already)."""
-    from curriculum.render import KIND_LABELS
-
     rows = [{"title": p["title"], "url": p["path"],
              "kind": KIND_LABELS.get(p["kind"], str(p["kind"]).capitalize())}
             for p in sorted(out.pages, key=lambda p: p["path"])]
@@ -68,12 +67,13 @@ class _Pagefind:
     """Pagefind's bundle for some pages, from one run of its command line, started at once
     and collected by `result()`, so that the edition's other work runs meanwhile.
 
-    The pages go to a scratch folder, not the site; the bundle is written there and read
-    back. (Pagefind's Python service costs about twice the command's time: it reads each
-    reply after a pause, and sends bundles through one pipe message.)
+    The pages go to a scratch folder, not the site, one at a time as they are read; the
+    bundle is written there and read back. (Pagefind's Python service costs about twice
+    the command's time: it reads each reply after a pause, and sends bundles through one
+    pipe message.)
     """
 
-    def __init__(self, pages: list[tuple[str, str]], language: str) -> None:
+    def __init__(self, pages: Iterable[tuple[str, str]], language: str) -> None:
         try:
             from pagefind.service import _must_get_executable
         except ImportError as exc:
@@ -96,8 +96,14 @@ class _Pagefind:
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         text=True)
 
-    def result(self) -> dict[str, bytes]:
+    def result(self, cancelled: Callable[[], bool] | None = None) -> dict[str, bytes]:
         try:
+            while cancelled is not None and self.process.poll() is None:
+                if cancelled():
+                    self.cancel()
+                    raise Cancelled
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.process.wait(timeout=0.05)
             stdout, stderr = self.process.communicate()
             if self.process.returncode != 0:
                 raise UsageError(f"Pagefind failed (exit {self.process.returncode}): "
@@ -107,7 +113,25 @@ class _Pagefind:
         finally:
             self.scratch.cleanup()
 
+    def cancel(self) -> None:
+        """Stop the run and remove its scratch folder (the pages changed meanwhile)."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.communicate()
+        self.scratch.cleanup()
 
+
+class Cancelled(Exception):
+    """The indexes being made were asked for no longer (a newer edit is on its way)."""
+
+
+# Pagefind holds every page it indexes in memory (about 350 KB a page of prose), so an
+# edition of more pages is indexed in bundles of at most this many, one bundle at a time
+# (and, where editions are built side by side, one edition's bundles at a time:
+# `PAGEFIND_LOCK`). The first bundle is static/pagefind/; its entry file names the others,
+# static/pagefind-2/ and on, which the search page merges into it.
+PAGEFIND_CHUNK = 1200
+PAGEFIND_LOCK: Any = None  # a lock shared by forked edition workers, set by the build
 _TITLE = re.compile(r"<title>.*?</title>", re.S)
 _MAIN_ELEMENT = re.compile(r"<main[ >].*?</main>", re.S)
 
@@ -124,25 +148,56 @@ def _searchable(page_html: str) -> str:
     return f"<!doctype html><html><head>{head}</head><body>{main.group(0)}</body></html>"
 
 
-def start_search_index(out: Output, catalog: Catalog) -> Callable[[], dict[str, bytes]]:
+def start_search_index(out: Output, catalog: Catalog,
+                       cancelled: Callable[[], bool] | None = None
+                       ) -> Callable[[], dict[str, bytes]]:
     """Start indexing the edition's pages; the function returned waits for the bundle.
 
     Only pages listed for indexing are added, and each only through its <main>, so the
     index holds exactly the text the edition shows. Pagefind works in its own process, so
-    the caller can go on with other work before asking for the result.
+    the caller can go on with other work before asking for the result. An edition of more
+    than `PAGEFIND_CHUNK` pages is indexed in several bundles, one after another, when the
+    result is asked for.
     """
-    pages = [(p["path"], _searchable(out.files[p["path"]].decode("utf-8")))
-             for p in sorted(out.pages, key=lambda p: p["path"])]
-    running = _Pagefind(pages, catalog.site.language)
+    paths = sorted(p["path"] for p in out.pages)
+    chunks = [paths[i:i + PAGEFIND_CHUNK] for i in range(0, len(paths), PAGEFIND_CHUNK)] \
+        or [[]]
+    language = catalog.site.language
+
+    def run(chunk: list[str]) -> _Pagefind:
+        return _Pagefind(((p, _searchable(out.files[p].decode("utf-8"))) for p in chunk),
+                         language)
+
+    first = run(chunks[0]) if len(chunks) == 1 else None
 
     def result() -> dict[str, bytes]:
-        files = running.result()
-        kept = {path: data for path, data in files.items() if _PAGEFIND_KEEP.match(path)}
-        return {PAGEFIND_DIR + path: data
-                for path, data in sorted(canonical_pagefind(kept).items())}
+        if first is not None:
+            return _bundle(first.result(cancelled), PAGEFIND_DIR, [])
+        lock = PAGEFIND_LOCK or contextlib.nullcontext()
+        folders = [PAGEFIND_DIR] + [f"static/pagefind-{i}/" for i in range(2, len(chunks) + 1)]
+        extra = [f"../{f.removeprefix('static/')}" for f in folders[1:]]
+        files: dict[str, bytes] = {}
+        with lock:
+            for i, chunk in enumerate(chunks):
+                files.update(_bundle(run(chunk).result(cancelled), folders[i],
+                                     extra if i == 0 else []))
+        return files
 
+    result.cancel = first.cancel if first is not None else (lambda: None)  # type: ignore[attr-defined]
     return result
 
+
+def _bundle(files: dict[str, bytes], folder: str, extra: list[str]) -> dict[str, bytes]:
+    """One Pagefind run's files, kept, made deterministic and put under `folder`; `extra`
+    names the other bundles (relative to this one) in its entry file."""
+    kept = {path: data for path, data in files.items() if _PAGEFIND_KEEP.match(path)}
+    made = canonical_pagefind(kept)
+    if extra:
+        entry = json.loads(made["pagefind-entry.json"])
+        entry["curriculum_bundles"] = extra
+        made["pagefind-entry.json"] = json.dumps(entry, ensure_ascii=False,
+                                                 separators=(",", ":")).encode("utf-8")
+    return {folder + path: data for path, data in sorted(made.items())}
 
 
 # -- making Pagefind's output deterministic ---------------------------------------------
@@ -239,16 +294,30 @@ def canonical_pagefind(files: dict[str, bytes]) -> dict[str, bytes]:
 
 
 def add_indexes(out: Output, catalog: Catalog, build_date: str,
-                meanwhile: Callable[[], None] | None = None) -> dict[str, bytes]:
+                meanwhile: Callable[[], None] | None = None,
+                cancelled: Callable[[], bool] | None = None) -> dict[str, bytes]:
     """The search index, EPUBs, sitemap and feed; returns the search index's files.
 
     Pagefind indexes in its own process while the rest is made and, if given, while
     `meanwhile` runs (the files are all in `out` by then, but for the search index).
+    `cancelled`, if given, is asked between steps and while Pagefind runs; when it says
+    yes, Pagefind is stopped and `Cancelled` raised.
     """
-    search = start_search_index(out, catalog)
-    out.add(TITLES_FILE, search_titles(out))
-    base = catalog.site.base_url
-    add_epubs(out, catalog, build_date)
+    def check() -> None:
+        if cancelled is not None and cancelled():
+            raise Cancelled
+
+    search = start_search_index(out, catalog, cancelled)
+    try:
+        out.add(TITLES_FILE, search_titles(out))
+        base = catalog.site.base_url
+        check()
+        add_epubs(out, catalog, build_date)
+        check()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            search.cancel()  # type: ignore[attr-defined]
+        raise
 
     urls = sorted(p["path"] for p in out.pages)
     sitemap = ['<?xml version="1.0" encoding="UTF-8"?>',

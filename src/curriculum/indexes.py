@@ -121,14 +121,3 @@ def measurements_index(r: Renderer) -> None:
            index=None, rows=rows,
            topics=sorted({row["topic"] for row in rows}),
            gpus=sorted({row["gpu"] for row in rows}), methods=methods, up_next=_home(r, path))
-
-
-def footer_facts(r: Renderer) -> dict[str, Any]:
-    """What the footer tells a reader: this edition in words and the date of the measurements."""
-    edition = r.view.edition
-    tier = next((t for t in r.cat.site.tiers if t.id == edition.max_tier), None)
-    results = r.m.results.get(r.m.primary)
-    run = results.latest_run() if results is not None else None
-    return {"edition": f"{tier.label} edition" if tier else f"{edition.id.title()} edition",
-            "gpu": run.provenance.gpu_name if run else None,
-            "measured": run.provenance.date[:10] if run else None}

@@ -89,7 +89,7 @@ def _read_text(root: Path, path: Path, file: str, diags: Diagnostics) -> str | N
     return None
 
 
-def _yaml_doc(root: Path, path: Path, kind: str, doc_id: str, diags: Diagnostics,
+def yaml_doc(root: Path, path: Path, kind: str, doc_id: str, diags: Diagnostics,
               course: str | None = None) -> RawDoc | None:
     file = _source_name(path, root)
     text = _read_text(root, path, file, diags)
@@ -103,7 +103,7 @@ def _yaml_doc(root: Path, path: Path, kind: str, doc_id: str, diags: Diagnostics
     return RawDoc(kind, doc_id, file, data, pos, course=course)
 
 
-def _markdown_doc(root: Path, path: Path, kind: str, diags: Diagnostics,
+def markdown_doc(root: Path, path: Path, kind: str, diags: Diagnostics,
                   course: str | None = None) -> RawDoc | None:
     file = _source_name(path, root)
     if not ID_FILE.match(path.stem):
@@ -139,7 +139,7 @@ def load_project(root: Path, diags: Diagnostics) -> list[RawDoc]:
         diags.error(Loc("content/site.yaml", 1, 1), "project.no-site",
                     "no content/site.yaml here", "run in a project folder or pass --root DIR")
         return docs
-    add(_yaml_doc(root, site, "site", "site", diags))
+    add(yaml_doc(root, site, "site", "site", diags))
 
     for course_dir in sorted(p for p in (content / "courses").glob("*") if p.is_dir()):
         course_file = course_dir / "course.yaml"
@@ -148,27 +148,27 @@ def load_project(root: Path, diags: Diagnostics) -> list[RawDoc]:
             diags.error(Loc(rel(course_dir, root), 1, 1), "course.no-file",
                         f"course folder '{cid}' has no course.yaml")
             continue
-        add(_yaml_doc(root, course_file, "course", cid, diags, course=cid))
+        add(yaml_doc(root, course_file, "course", cid, diags, course=cid))
         syllabus = course_dir / "syllabus.yaml"
         if syllabus.is_file():
-            add(_yaml_doc(root, syllabus, "syllabus", cid, diags, course=cid))
+            add(yaml_doc(root, syllabus, "syllabus", cid, diags, course=cid))
         for md in sorted((course_dir / "capsules").glob("*.md")):
-            add(_markdown_doc(root, md, "capsule", diags, course=cid))
+            add(markdown_doc(root, md, "capsule", diags, course=cid))
 
     for md in sorted((content / "questions").glob("*.md")):
-        add(_markdown_doc(root, md, "question", diags))
+        add(markdown_doc(root, md, "question", diags))
     for md in sorted((content / "experiments").glob("*.md")):
-        add(_markdown_doc(root, md, "experiment", diags))
+        add(markdown_doc(root, md, "experiment", diags))
     ladder = content / "ladder.yaml"
     if ladder.is_file():
-        add(_yaml_doc(root, ladder, "ladder", "ladder", diags))
+        add(yaml_doc(root, ladder, "ladder", "ladder", diags))
     placement = content / "placement.yaml"
     if placement.is_file():
-        add(_yaml_doc(root, placement, "placement", "placement", diags))
+        add(yaml_doc(root, placement, "placement", "placement", diags))
     for y in sorted((root / "paths").glob("*.yaml")):
         if not ID_FILE.match(y.stem):
             diags.error(Loc(rel(y, root), 1, 1), "file.name",
                         f"'{y.name}': file names are ids: lower-case letters, digits and hyphens")
             continue
-        add(_yaml_doc(root, y, "path", y.stem, diags))
+        add(yaml_doc(root, y, "path", y.stem, diags))
     return docs

@@ -177,11 +177,23 @@ def _math_renderer(content: str, options: dict[str, Any]) -> str:
     return to_mathml(content, bool(options.get("display_mode")))
 
 
-@lru_cache(maxsize=8192)
-def to_mathml(latex: str, display: bool) -> str:
-    from latex2mathml.converter import convert
+_MATHML: dict[tuple[str, bool], str] = {}  # converted in this process
+_STORED_MATHML: dict[tuple[str, bool], str] = {}  # from an earlier build (`add_stored`)
 
-    return convert(latex.strip(), display="block" if display else "inline")
+
+def to_mathml(latex: str, display: bool) -> str:
+    """A formula as MathML; each distinct formula is converted once, and not at all when
+    an earlier build's store has it."""
+    key = (latex, display)
+    found = _MATHML.get(key)
+    if found is None:
+        found = _STORED_MATHML.get(key)
+        if found is None:
+            from latex2mathml.converter import convert
+
+            found = convert(latex.strip(), display="block" if display else "inline")
+        _MATHML[key] = found
+    return found
 
 
 @lru_cache(maxsize=1)
@@ -311,15 +323,21 @@ _FENCE = re.compile(r"^(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<code>.
                     re.M | re.S)
 
 
+_STORED_HIGHLIGHTED: dict[tuple[str, str], str] = {}  # from an earlier build (`add_stored`)
+
+
 def highlight(code: str, lang: str) -> str:
-    """A code block as highlighted HTML; each distinct block is highlighted once."""
+    """A code block as highlighted HTML; each distinct block is highlighted once, and not
+    at all when an earlier build's store has it."""
     key = (code, lang)
     html = _HIGHLIGHTED.get(key)
     if html is None:
-        from pygments import highlight as pyg_highlight
+        html = _STORED_HIGHLIGHTED.get(key)
+        if html is None:
+            from pygments import highlight as pyg_highlight
 
-        name = LANGUAGES.get(lang.lower(), "text")
-        html = f'<div class="code" data-lang="{name}">{pyg_highlight(code, _lexer(name), _formatter())}</div>\n'
+            name = LANGUAGES.get(lang.lower(), "text")
+            html = f'<div class="code" data-lang="{name}">{pyg_highlight(code, _lexer(name), _formatter())}</div>\n'
         _HIGHLIGHTED[key] = html
     return html
 
@@ -340,6 +358,18 @@ def highlight_files(paths: list[Path]) -> dict[tuple[str, str], str]:
 def add_highlighted(blocks: dict[tuple[str, str], str]) -> None:
     """Blocks highlighted elsewhere (another process), for `highlight` to reuse."""
     _HIGHLIGHTED.update(blocks)
+
+
+def converted() -> tuple[dict[tuple[str, str], str], dict[tuple[str, bool], str]]:
+    """The code blocks highlighted and the formulas converted by this process so far."""
+    return dict(_HIGHLIGHTED), dict(_MATHML)
+
+
+def add_stored(blocks: dict[tuple[str, str], str], math: dict[tuple[str, bool], str]) -> None:
+    """What an earlier build highlighted and converted (see `store.py`): used when the same
+    block or formula comes again, and kept only if it does."""
+    _STORED_HIGHLIGHTED.update(blocks)
+    _STORED_MATHML.update(math)
 
 
 @cache

@@ -344,16 +344,12 @@ def measure(catalog: Catalog, root: Path, diags: Diagnostics) -> Measurements:
     m = load_results(root, catalog.site.primary_gpu, diags)
     known_cases = {c.id for r in m.results.values() for c in r.cases}
     for page, body in _bodies(catalog):
-        for ref, line in body.refs.figures:
-            loc = Loc(body.file, body.line + line, 1)
-            _check_figure(m, ref, loc, page, known_cases, diags)
-        for yaml_text, line in body.refs.charts:
-            m.chart(yaml_text, body.file, body.line + line, diags)
+        check_body_figures(m, body, page, known_cases, diags)
     for exp in catalog.experiments.values():
         for inp in exp.meta.inputs:
             if inp.default_from is None:
                 continue
-            ref = _parse_ref(inp.default_from)
+            ref = parse_ref(inp.default_from)
             loc = Loc(exp.loc.path, 1, 1)
             if ref is None:
                 diags.error(loc, "figure.syntax", f"default_from '{inp.default_from}' is not "
@@ -363,7 +359,16 @@ def measure(catalog: Catalog, root: Path, diags: Diagnostics) -> Measurements:
     return m
 
 
-def _parse_ref(text: str) -> dict[str, Any] | None:
+def check_body_figures(m: Measurements, body: Body, page: str, known_cases: set[str],
+                       diags: Diagnostics) -> None:
+    """Every figure and chart one Markdown body cites, against the results."""
+    for ref, line in body.refs.figures:
+        _check_figure(m, ref, Loc(body.file, body.line + line, 1), page, known_cases, diags)
+    for yaml_text, line in body.refs.charts:
+        m.chart(yaml_text, body.file, body.line + line, diags)
+
+
+def parse_ref(text: str) -> dict[str, Any] | None:
     from curriculum.markdown import FIG_RE
 
     match = FIG_RE.fullmatch("{fig:" + text + "}")

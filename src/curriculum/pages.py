@@ -8,19 +8,10 @@ from typing import Any
 
 from markupsafe import Markup
 
-from curriculum.epub import epub_path
+from curriculum.measure import parse_ref
+from curriculum.output import JOIN_PAGE, KIND_LABELS, Chapter, epub_path, page_url, relative
 from curriculum.puzzle.site import puzzle_pages, puzzles_href
-from curriculum.render import (
-    JOIN_PAGE,
-    KIND_LABELS,
-    Chapter,
-    Renderer,
-    capsule_listing,
-    hours,
-    page_url,
-    relative,
-    toc,
-)
+from curriculum.render import Renderer, capsule_listing, hours, toc
 from curriculum.syllabus import lesson_counts
 
 
@@ -37,13 +28,19 @@ def render_pages(r: Renderer) -> None:
         question(r, qid)
     for eid in sorted(r.cat.experiments):
         experiment(r, eid)
-    puzzle_pages(r)
     if r.cat.ladder is not None:
         ladder(r)
     if r.cat.questions:
         review(r)
     if r.cat.placement is not None:
         placement(r)
+    rest(r)
+
+
+def rest(r: Renderer) -> None:
+    """The pages that show no capsule, question, experiment or path: the puzzles, the join
+    page, search and the 404 page."""
+    puzzle_pages(r)
     join(r)
     r.page("search.html", "search/index.html", "Search", f"Search {r.cat.site.title}.",
            up_next=_link(r, "search/index.html", "Home", "index.html"))
@@ -67,7 +64,7 @@ def home(r: Renderer) -> None:
         entry = r.cat.courses[cid]
         caps = r.cat.capsules_of(cid)
         courses.append({"id": cid, "meta": entry.meta, "href": relative(path, page_url("course", cid, r.cat)),
-                        **_counts(caps)})
+                        **counts(caps)})
     paths = [{"meta": p.meta, "href": relative(path, page_url("path", pid, r.cat))}
              for pid, p in sorted(r.cat.paths.items())]
     questions = [{"meta": q.meta, "href": relative(path, page_url("question", qid, r.cat)),
@@ -85,7 +82,7 @@ def home(r: Renderer) -> None:
            review_href=relative(path, REVIEW_PAGE), puzzles_href=puzzles_href(r, path))
 
 
-def _counts(caps: list[Any]) -> dict[str, Any]:
+def counts(caps: list[Any]) -> dict[str, Any]:
     ready = [c for c in caps if not c.draft]
     return {"n_capsules": len(ready), "n_drafts": len(caps) - len(ready),
             "n_figures": sum(c.figures for c in ready),
@@ -98,12 +95,12 @@ def course(r: Renderer, course_id: str) -> None:
     parts = []
     for i, part in enumerate(entry.parts, start=1):
         caps = [r.cat.capsules[c] for c in part.capsules]
-        parts.append({"number": i, "part": part, **_counts(caps),
+        parts.append({"number": i, "part": part, **counts(caps),
                       "capsules": [capsule_listing(r, c, path) for c in caps]})
     first = _first_capsule(r, course_id)
     r.page("course.html", path, entry.meta.title, entry.meta.description,
            index={"kind": "course", "access": r.cat.lowest_tier},
-           course=entry.meta, parts=parts, **_counts(r.cat.capsules_of(course_id)),
+           course=entry.meta, parts=parts, **counts(r.cat.capsules_of(course_id)),
            syllabus_href=relative(path, page_url("syllabus", course_id, r.cat)) if entry.syllabus else None,
            epub_href=relative(path, epub_path(course_id, r.view.edition.id)),
            up_next=_link(r, path, first.meta.title, page_url("capsule", first.id, r.cat),
@@ -146,9 +143,9 @@ def capsule(r: Renderer, cap_id: str) -> None:
     locked = r.view.is_locked("capsule", cap_id)
     preview_html = r.markdown(cap.preview, path)
     rest_html = r.markdown(cap.rest, path)
-    r.out.chapters.append(Chapter(course=cap.course, part=part.title, capsule=cap_id,
-                                  title=cap.meta.title, summary=cap.meta.summary, path=path,
-                                  html=str(preview_html) + str(rest_html), locked=locked))
+    r.out.chapters.append(Chapter.of(course=cap.course, part=part.title, capsule=cap_id,
+                                     title=cap.meta.title, summary=cap.meta.summary, path=path,
+                                     html=str(preview_html) + str(rest_html), locked=locked))
     if next_cap is not None:
         up_next = _link(r, path, next_cap.meta.title, page_url("capsule", next_cap.id, r.cat))
     else:
@@ -160,7 +157,7 @@ def capsule(r: Renderer, cap_id: str) -> None:
            course_href=relative(path, page_url("course", cap.course, r.cat)),
            access=r.access_badge("capsule", cap_id, cap.access), locked=locked,
            preview_html=preview_html, rest_html=rest_html,
-           toc=toc([cap.preview, cap.rest]),
+           toc=toc(r, [cap.preview, cap.rest]),
            prerequisites=[capsule_listing(r, r.cat.capsules[p], path) for p in cap.meta.prerequisites],
            prev=_link(r, path, prev_cap.meta.title, page_url("capsule", prev_cap.id, r.cat),
                       "Previous") if prev_cap else None,
@@ -177,22 +174,25 @@ def _reading_order(r: Renderer, course_id: str) -> tuple[list[Any], dict[str, in
 
 
 def _sidebar(r: Renderer, course_id: str, cap_id: str, part_id: str) -> Markup:
-    """The course sidebar, rendered once per course and edition: every capsule
-    page of a course sits at the same depth, so the links are the same on each;
-    only the current part and capsule are marked per page. Its items carry no
-    progress keys (a thousand-capsule course repeats the list on every page);
-    the page's script reads each key from the link instead."""
-    key = ("sidebar", course_id)
+    """The course sidebar: every part of the course by title (each a link to its section of
+    the course page, which holds the full contents), and the capsules of the current part
+    only, so that a page's size does not grow with the capsules of other parts. It is
+    rendered once per part and edition (every capsule page of a course sits at the same
+    depth, so the links are the same on each); only the current capsule is marked per
+    page. Its items carry no progress keys; the page's script reads each key from the
+    link instead."""
+    key = ("sidebar", f"{course_id}/{part_id}")
     if key not in r.memo:
         entry = r.cat.courses[course_id]
         sibling = f"courses/{course_id}/-/index.html"  # any capsule page's folder depth
-        parts = [{"part": p, "capsules": [capsule_listing(r, r.cat.capsules[c], sibling)
-                                          for c in p.capsules]} for p in entry.parts]
+        course_href = relative(sibling, page_url("course", course_id, r.cat))
+        parts = [{"part": p, "href": f"{course_href}#part-{p.id}",
+                  "capsules": [capsule_listing(r, r.cat.capsules[c], sibling)
+                               for c in p.capsules] if p.id == part_id else None}
+                 for p in entry.parts]
         r.memo[key] = r.env.get_template("sidebar.html").render(
-            course=entry.meta, course_href=relative(sibling, page_url("course", course_id, r.cat)),
-            parts=parts)
+            course=entry.meta, course_href=course_href, parts=parts)
     html: str = r.memo[key]
-    html = html.replace(f'<details data-part="{part_id}">', f'<details data-part="{part_id}" open>', 1)
     html = html.replace(f'<li><a href="../{cap_id}/index.html">',
                         f'<li class="current"><a href="../{cap_id}/index.html" aria-current="page">', 1)
     return Markup(html)
@@ -261,9 +261,7 @@ def experiment(r: Renderer, eid: str) -> None:
         value = inp.default
         source = None
         if inp.default_from is not None:
-            from curriculum.measure import _parse_ref
-
-            ref = _parse_ref(inp.default_from)
+            ref = parse_ref(inp.default_from)
             fig = r.m.figure(ref) if ref else None
             value = fig.value if fig and fig.value is not None else inp.min
             # Start on the control's own grid: 4.27 TB/s for a step of 0.01, not 4.2724089...

@@ -9,9 +9,7 @@ The result maps output paths to bytes; `write` puts them on disk.
 from __future__ import annotations
 
 import math
-import posixpath
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -19,100 +17,33 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from curriculum.catalog import Body, CapsuleEntry, Catalog
+from curriculum.catalog import Body, CapsuleEntry
 from curriculum.errors import Diagnostics, Loc
 from curriculum.gating import EditionView
 from curriculum.markdown import headings, link_scheme, render_tokens
 from curriculum.measure import Measurements
+from curriculum.output import JOIN_PAGE, KIND_LABELS, Chapter, Output, page_url, relative
 
-KIND_LABELS = {"capsule": "Capsule", "question": "Worked question", "experiment": "Experiment",
-               "course": "Course", "path": "Learning path", "syllabus": "Syllabus",
-               "ladder": "Practice ladder", "home": "Home", "review": "Review",
-               "placement": "Placement check", "join": "Membership"}
-
-
-@dataclass(frozen=True)
-class Chapter:
-    """One capsule as the edition shows it, kept for the course's EPUB.
-
-    `html` is the page's body fragment; its relative links resolve against `path`.
-    """
-
-    course: str
-    part: str
-    capsule: str
-    title: str
-    summary: str
-    path: str
-    html: str
-    locked: bool
-
-
-@dataclass
-class Output:
-    """Everything one edition writes: path -> bytes."""
-
-    files: dict[str, bytes] = field(default_factory=dict)
-    pages: list[dict[str, Any]] = field(default_factory=list)  # for sitemap, feed, search
-    chapters: list[Chapter] = field(default_factory=list)  # for the EPUB of each course
-    edition: str = ""
-
-    def add(self, path: str, data: str | bytes) -> None:
-        self.files[path] = data.encode("utf-8") if isinstance(data, str) else data
-
-
-JOIN_PAGE = "join/index.html"  # what each tier gives and where to get it
-
-
-def page_url(kind: str, item_id: str, catalog: Catalog) -> str:
-    """Output path of a content page, relative to the site root."""
-    if kind == "capsule":
-        return f"courses/{catalog.capsules[item_id].course}/{item_id}/index.html"
-    return {"question": f"questions/{item_id}/index.html",
-            "experiment": f"experiments/{item_id}/index.html",
-            "path": f"paths/{item_id}/index.html",
-            "course": f"courses/{item_id}/index.html",
-            "syllabus": f"courses/{item_id}/syllabus/index.html"}[kind]
-
-
-def relative(from_page: str, to_path: str) -> str:
-    fragment = ""
-    if "#" in to_path:
-        to_path, fragment = to_path.split("#", 1)
-        fragment = "#" + fragment
-    if not to_path:
-        return fragment
-    return _relpath(to_path, posixpath.dirname(from_page)) + fragment
-
-
-def _relpath(to_path: str, from_dir: str) -> str:
-    """`posixpath.relpath` for the site's own paths (relative, normalised), without its
-    two trips to the working folder per call; anything else goes to `relpath`."""
-    target = [p for p in to_path.split("/") if p]
-    start = [p for p in from_dir.split("/") if p]
-    if to_path.startswith("/") or from_dir.startswith("/") or \
-            any(p in (".", "..") for p in (*target, *start)):
-        return posixpath.relpath(to_path, from_dir or ".")
-    common = 0
-    for a, b in zip(target, start, strict=False):
-        if a != b:
-            break
-        common += 1
-    parts = [".."] * (len(start) - common) + target[common:]
-    return "/".join(parts) or "."
+__all__ = ["JOIN_PAGE", "KIND_LABELS", "Chapter", "Output", "Renderer", "capsule_listing",
+           "hours", "loc_of", "page_url", "relative", "toc"]
 
 
 class Renderer:
     def __init__(self, view: EditionView, measurements: Measurements, templates: Path,
-                 root: Path, diags: Diagnostics, build_date: str) -> None:
+                 root: Path, diags: Diagnostics, build_date: str,
+                 out: Output | None = None) -> None:
         self.view = view
         self.cat = view.catalog
         self.m = measurements
         self.root = root
         self.diags = diags
         self.build_date = build_date
-        self.out = Output(edition=view.edition.id)
+        self.out = out if out is not None else Output(edition=view.edition.id)
         self.memo: dict[tuple[str, str], Any] = {}  # per-edition values shared by many pages
+        # Whether fragments are kept for another edition rendered by this process (a build
+        # whose editions run in separate processes renders each fragment once per process).
+        self.keep_fragments = True
+        self._unpacked: dict[int, tuple[Body, tuple[Any, ...]]] = {}
         self.env = Environment(
             loader=FileSystemLoader(str(templates)),
             autoescape=select_autoescape(["html", "xml"]),
@@ -130,7 +61,7 @@ class Renderer:
         # A body renders to the same HTML on the same page in every edition that
         # shows it, so the fragment (and the files it needs) is rendered once a build.
         key = (body.file, body.line, body.text, page)
-        hit = self.m.fragments.get(key)
+        hit = self.m.fragments.get(key) if self.keep_fragments else None
         if hit is None:
             added: dict[str, bytes | str] = {}
             env: dict[str, Any] = {
@@ -140,12 +71,24 @@ class Renderer:
                 "chart": lambda text, line: self._chart(text, line, page, body, added),
                 "artifact": lambda kind, text, line: self._artifact(kind, text, line, body),
             }
-            hit = (render_tokens(list(body.tokens), env), added)
-            self.m.fragments[key] = hit
+            hit = (render_tokens(list(self.tokens(body)), env), added)
+            if self.keep_fragments:
+                self.m.fragments[key] = hit
         else:
             for name, data in hit[1].items():
                 self.out.add(name, data)
         return Markup(hit[0])
+
+    def tokens(self, body: Body) -> tuple[Any, ...]:
+        """A body's tokens; packed ones are unpacked once for the page that shows them."""
+        if not isinstance(body.parsed, bytes):
+            return body.parsed
+        hit = self._unpacked.get(id(body))
+        if hit is None or hit[0] is not body:
+            if len(self._unpacked) > 8:
+                self._unpacked.clear()
+            hit = self._unpacked[id(body)] = (body, body.tokens)
+        return hit[1]
 
     def _link(self, href: str, page: str, body: Body) -> str:
         scheme = link_scheme(href)
@@ -254,11 +197,18 @@ class Renderer:
             self.out.pages.append({"path": path, "title": title, "summary": description, **index})
 
     def _footer(self) -> dict[str, Any]:
+        """What the footer tells a reader: this edition in words and the date of the
+        measurements."""
         found = self.memo.get(("footer", ""))
         if found is None:
-            from curriculum.indexes import footer_facts
-
-            found = self.memo[("footer", "")] = footer_facts(self)
+            edition = self.view.edition
+            tier = next((t for t in self.cat.site.tiers if t.id == edition.max_tier), None)
+            results = self.m.results.get(self.m.primary)
+            run = results.latest_run() if results is not None else None
+            found = self.memo[("footer", "")] = {
+                "edition": f"{tier.label} edition" if tier else f"{edition.id.title()} edition",
+                "gpu": run.provenance.gpu_name if run else None,
+                "measured": run.provenance.date[:10] if run else None}
         return found  # type: ignore[no-any-return]
 
     def access_badge(self, kind: str, item_id: str, access: str) -> dict[str, Any]:
@@ -269,15 +219,6 @@ class Renderer:
         return {"tier": access, "label": tier.label, "locked": locked,
                 "lowest": access == self.cat.lowest_tier, "offer": tier.offer,
                 "join": f"{JOIN_PAGE}#tier-{access}"}
-
-    def render_all(self) -> Output:
-        from curriculum.pages import render_pages
-
-        render_pages(self)
-        from curriculum.indexes import render_indexes
-
-        render_indexes(self)
-        return self.out
 
 
 def hours(minutes: int) -> float:
@@ -294,11 +235,11 @@ def capsule_listing(r: Renderer, cap: CapsuleEntry, page: str) -> dict[str, Any]
     }
 
 
-def toc(body_list: list[Body | None]) -> list[tuple[int, str, str]]:
+def toc(r: Renderer, body_list: list[Body | None]) -> list[tuple[int, str, str]]:
     out: list[tuple[int, str, str]] = []
     for b in body_list:
         if b is not None:
-            out.extend(headings(list(b.tokens)))
+            out.extend(headings(list(r.tokens(b))))
     return out
 
 

@@ -1,16 +1,21 @@
 """`curriculum serve`: one edition, served from memory, rebuilt as you write.
 
-The site is built once, unit by unit (see `build.page_units`), and served on
+The site is built once, unit by unit (see `engine.page_units`), and served on
 127.0.0.1. A watcher on content/, paths/, templates/ and kernels/ hands every
 batch of changed files to `LiveSite.apply`, which
 
-1. re-reads what changed: one edited capsule is re-validated on its own
-   (`build.revalidate_capsule`); any other source change runs load, validate
+1. re-reads what changed: one edited capsule, or one course.yaml that keeps the
+   same capsules, is re-validated on its own (`validate.revalidate_capsule`,
+   `validate.revalidate_course`); any other source change runs load, validate
    and measure again;
 2. hashes the catalog into facts and re-renders only the units reading a fact
-   that changed (a template edit re-renders every unit);
-3. swaps the new pages in, wakes every open page (a long-poll on
-   `/__curriculum/wait`), and then refreshes the search index, sitemap and feed.
+   that changed (a template edit re-renders every unit): `engine.Engine`;
+3. swaps the new pages in and wakes every open page (a long-poll on
+   `/__curriculum/wait`); the page the author is looking at reloads now.
+
+The checks of the rebuilt pages and the indexes (search, sitemap, feed, EPUB) follow
+off the edit path, in the `Indexer`'s thread: edits saved one after another are
+indexed once, and a run still going when a newer rebuild lands is stopped.
 
 When the content does not validate, the last good pages stay served, and every
 HTML response carries an overlay listing the errors (file:line: message) until
@@ -20,6 +25,7 @@ responses only; nothing of them is ever written into a build.
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import http.server
 import json
@@ -33,28 +39,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from curriculum.build import (
-    Memo,
-    Product,
-    Unit,
-    build_date,
-    finish_edition,
-    page_units,
-    render_unit,
-    results_key,
-    revalidate_capsule,
-    static_files,
-    unit_facts,
-    unit_reads,
-)
+from curriculum.build import build_date, finish_edition, static_files
 from curriculum.catalog import Catalog
 from curriculum.check import check_leaks, check_links
+from curriculum.engine import Engine, Unit
 from curriculum.errors import Diagnostic, Diagnostics, Loc, UsageError, rel
 from curriculum.gating import EditionView, for_edition, public_texts, withheld_texts
-from curriculum.load import RawDoc, load_project
+from curriculum.index import Cancelled
+from curriculum.load import RawDoc, load_project, markdown_doc, yaml_doc
 from curriculum.measure import Measurements, measure
-from curriculum.render import Output, Renderer
-from curriculum.validate import validate
+from curriculum.validate import revalidate_capsule, revalidate_course, validate
 
 PREFIX = "/__curriculum/"
 WATCHED = ("content", "paths", "templates", "kernels")
@@ -72,19 +66,31 @@ class Update:
     changed: list[str] = field(default_factory=list)  # output paths whose bytes changed
     diagnostics: list[Diagnostic] = field(default_factory=list)
     full: bool = False  # the whole catalog was validated again
-    index_seconds: float = 0.0  # the search index, sitemap and feed, after the notification
+    index_seconds: float = 0.0  # the checks and indexes, after the notification
+    indexed: bool = False  # this report comes from the indexer, after the rebuild's own
+    late: list[Diagnostic] = field(default_factory=list)  # the checks made with the indexes
+
+
+def fullest_edition(catalog: Catalog) -> str:
+    """The edition whose `max_tier` is the last (highest) tier of site.yaml: the one an
+    author sees every page of in full; the first such edition when several are."""
+    rank = catalog.tier_rank
+    editions = catalog.site.editions
+    return max(editions, key=lambda e: (rank[e.max_tier], -editions.index(e))).id
 
 
 class LiveSite:
-    """One edition's pages in memory, and how to bring them up to date."""
+    """One edition's pages in memory, and how to bring them up to date. `edition` ""
+    serves the fullest edition (`fullest_edition`)."""
 
-    def __init__(self, root: Path, templates: Path, edition: str) -> None:
+    def __init__(self, root: Path, templates: Path, edition: str = "") -> None:
         self.root = root.resolve()
         self.templates = templates.resolve()
         self.edition_id = edition
         self.files: dict[str, bytes] = {}
         self.errors: list[Diagnostic] = []  # of the latest attempt; empty when it built
         self.version = 0
+        self.files_version = 0
         self.last: Update | None = None
         self.cond = threading.Condition()
         self.date, _ = build_date()
@@ -93,15 +99,14 @@ class LiveSite:
         self.catalog: Catalog | None = None
         self.measurements: Measurements | None = None
         self.diags: list[Diagnostic] = []
-        self.results = ""
-        self.products: dict[Unit, Product] = {}
-        self.facts: dict[str, str] = {}
+        self.engine = Engine(self.root, self.templates, self.date)
         self.static: dict[str, bytes] = {}
-        self.env: Any = None
-        self.memo = Memo()
         self.view: EditionView | None = None
         self.index_files: set[str] = set(INDEX_FILES)  # made from all pages, after them
         self.dirty: set[str] = set()  # source files edited since the last good state
+        # Where the indexes are made after each rebuild: None, on the caller's thread before
+        # `apply` returns; an `Indexer`, in its own thread (`Server` starts one).
+        self.indexer: Indexer | None = None
 
     # -- rebuilding --------------------------------------------------------------------
 
@@ -116,18 +121,38 @@ class LiveSite:
             raise
         except Exception as exc:  # a template or renderer failure must not stop the server
             update = self._failed([_exception_diagnostic(exc, self.root)], started)
-            self.products = {}  # what was rendered before may not match the templates now
+            self.engine.reset()  # what was rendered before may not match the templates now
         with self.cond:
             self.version += 1
             update.version = self.version
+            if update.ok:
+                self.files_version = self.version  # the rebuild whose pages are served
             self.last = update
             self.cond.notify_all()
         if update.ok and update.changed:
-            update.diagnostics += self._check(update.changed, first=update.version == 1)
-            indexed = time.perf_counter()
-            self._refresh_indexes()
-            update.index_seconds = time.perf_counter() - indexed
+            if self.indexer is not None and update.version > 1:
+                self.indexer.request(update)  # off the edit path: the watcher is free again
+            else:
+                self.finish(update, update.changed, lambda: False)
         return update
+
+    def finish(self, update: Update, changed: Iterable[str],
+               cancelled: Callable[[], bool]) -> bool:
+        """The checks of the pages `changed` since the indexes were last made, and the
+        indexes (search, sitemap, feed, EPUB) of the pages now served; False, leaving the
+        served indexes as they were, when `cancelled` says a newer rebuild came first."""
+        started = time.perf_counter()
+        try:
+            late = self._check(sorted(changed), first=update.version == 1)
+            if cancelled():
+                return False
+            self._refresh_indexes(update.version, cancelled)
+        except Cancelled:
+            return False
+        update.late = late
+        update.diagnostics += late
+        update.index_seconds = time.perf_counter() - started
+        return True
 
     def _check(self, changed: list[str], first: bool) -> list[Diagnostic]:
         """Links (and, in an edition with locked pages, leaks) of the pages just rebuilt.
@@ -154,17 +179,29 @@ class LiveSite:
         full = self.catalog is None or kernels_changed or bool(sources)
         docs, found = self.docs, self.diags
         catalog, measurements = self.catalog, self.measurements
-        if sources and not kernels_changed and self._patchable(sources):
+        kind = self._patchable(sources) if sources and not kernels_changed else None
+        if kind is not None:
             assert catalog is not None and measurements is not None
             file = sources[0]
-            docs, doc = self._reload(file, diags)
-            if doc is not None:
+            reloaded, doc = self._reload(file, kind, diags)
+            patched: tuple[bool, Catalog | None] = (False, None)
+            if doc is not None and kind == "capsule":
+                patched = True, revalidate_capsule(catalog, reloaded, doc, self.root,
+                                                   measurements, diags)
+                stale = {file}
+            elif doc is not None:
+                patched = revalidate_course(catalog, reloaded, doc, diags)
+                stale = {d.file for d in reloaded
+                         if d.kind in ("syllabus", "placement") or d is doc}
+            if patched[0]:
                 full = False
-                catalog = revalidate_capsule(catalog, docs, doc, self.root, measurements, diags)
-                found = sorted([d for d in self.diags if d.loc.path != file
+                docs, catalog = reloaded, patched[1]
+                found = sorted([d for d in self.diags if d.loc.path not in stale
                                 and d.code != "capsule.prerequisite-cycle"] + diags.sorted(),
                                key=Diagnostic.sort_key)
                 self.dirty.add(file)
+            else:
+                diags = Diagnostics()
         if full:
             diags = Diagnostics()
             docs = load_project(self.root, diags)
@@ -175,41 +212,20 @@ class LiveSite:
         if catalog is None or measurements is None or any(d.severity == "error" for d in found):
             return self._failed([d for d in found if d.severity == "error"], started, full)
 
+        if not self.edition_id:  # the default: the edition that shows every tier's text
+            self.edition_id = fullest_edition(catalog)
         edition = next((e for e in catalog.site.editions if e.id == self.edition_id), None)
         if edition is None:
             known = ", ".join(e.id for e in catalog.site.editions)
             raise UsageError(f"no edition '{self.edition_id}' in content/site.yaml; "
                              f"editions: {known}")
         view = for_edition(catalog, edition)
-        if templates_changed or self.env is None:
+        if templates_changed or not self.static:
             self.static = static_files(self.templates)
-            self.env = None
-        results = results_key(self.root) if kernels_changed else self.results
-        reads = unit_reads(view, self.root, self.memo)
-        latest = measurements.results.get(catalog.site.primary_gpu)
-        run = latest.latest_run() if latest is not None else None
-        footer = f"{run.provenance.gpu_name}|{run.provenance.date[:10]}" if run else ""
-        facts = unit_facts(view, self.root, results, reads, self.memo, footer)
-        stale = {k for k in facts.keys() | self.facts.keys() if facts.get(k) != self.facts.get(k)}
-        units = [u for u in page_units(view.catalog)
-                 if templates_changed or u not in self.products or reads[u] & stale]
-
-        if any(k.startswith(("url:", "file:")) for k in stale):
-            # A Markdown fragment is cached by its text and page; a moved link target
-            # or an edited image changes its HTML without changing either.
-            measurements.fragments.clear()
         render_diags = Diagnostics()
-        renderer = Renderer(view, measurements, self.templates, self.root, render_diags,
-                            self.date)
-        if self.env is not None:
-            renderer.env = self.env
-        fresh = {unit: render_unit(renderer, unit) for unit in units}
-        products = {u: fresh.get(u) or self.products[u] for u in reads}  # in render order
-        self.env = renderer.env
-
-        files = dict(self.static)
-        for product in products.values():
-            files.update(product.files)
+        units = self.engine.update(view, measurements, templates_changed, kernels_changed,
+                                   render_diags)
+        files = {**self.static, **self.engine.files()}
         for name in self.index_files:
             if name in self.files and name not in files:
                 files[name] = self.files[name]
@@ -217,7 +233,6 @@ class LiveSite:
                          if p not in self.index_files and files.get(p) != self.files.get(p))
         self.docs, self.catalog, self.measurements, self.view = docs, catalog, measurements, view
         self.diags = [d for d in found if d.severity == "warning"]
-        self.results, self.facts, self.products = results, facts, products
         self.dirty = set()
         with self.cond:
             self.files = files
@@ -225,20 +240,27 @@ class LiveSite:
         return Update(0, True, time.perf_counter() - started, rebuilt=units, changed=changed,
                       diagnostics=[*self.diags, *render_diags.sorted()], full=full)
 
-    def _patchable(self, sources: list[str]) -> bool:
-        """One existing capsule file, and nothing else edited since the last good state."""
+    def _patchable(self, sources: list[str]) -> str | None:
+        """What kind of file one edit touched, if it can be re-validated on its own: one
+        existing capsule or course.yaml, and nothing else edited since the last good state."""
         if len(set(sources)) != 1 or not self.dirty <= set(sources):
-            return False
+            return None
         file = sources[0]
         doc = next((d for d in self.docs if d.file == file), None)
-        return (doc is not None and doc.kind == "capsule" and self.catalog is not None
-                and doc.id in self.catalog.capsules and (self.root / file).is_file())
+        if doc is None or self.catalog is None or not (self.root / file).is_file():
+            return None
+        if doc.kind == "capsule" and doc.id in self.catalog.capsules:
+            return "capsule"
+        if doc.kind == "course" and doc.id in self.catalog.courses:
+            return "course"
+        return None
 
-    def _reload(self, file: str, diags: Diagnostics) -> tuple[list[RawDoc], RawDoc | None]:
-        from curriculum.load import _markdown_doc
-
+    def _reload(self, file: str, kind: str, diags: Diagnostics
+                ) -> tuple[list[RawDoc], RawDoc | None]:
         old = next(d for d in self.docs if d.file == file)
-        doc = _markdown_doc(self.root, self.root / file, "capsule", diags, course=old.course)
+        path = self.root / file
+        doc = markdown_doc(self.root, path, kind, diags, course=old.course) if kind == "capsule" \
+            else yaml_doc(self.root, path, kind, old.id, diags, course=old.course)
         if doc is None:
             return self.docs, None
         return [doc if d is old else d for d in self.docs], doc
@@ -248,17 +270,20 @@ class LiveSite:
             self.errors = errors
         return Update(0, False, time.perf_counter() - started, diagnostics=errors, full=full)
 
-    def _refresh_indexes(self) -> None:
-        """The search index, sitemap and feed of the pages now served."""
+    def _refresh_indexes(self, version: int, cancelled: Callable[[], bool]) -> None:
+        """The search index, sitemap, feed and EPUB of the pages of rebuild `version`."""
         assert self.view is not None
+        view, engine = self.view, self.engine
         with self.cond:
+            if self.files_version != version:
+                raise Cancelled
             pages = {p: d for p, d in self.files.items() if p not in self.index_files}
-        products = list(self.products.values())
-        out = Output(files=dict(pages), pages=[p for x in products for p in x.pages],
-                     chapters=[c for x in products for c in x.chapters], edition=self.edition_id)
-        finish_edition(out, self.view, {}, self.date)
+        out = engine.output(self.edition_id, pages)
+        finish_edition(out, view, {}, self.date, cancelled=cancelled)
         made = {p: d for p, d in out.files.items() if p not in pages or d is not pages[p]}
         with self.cond:
+            if self.files_version != version or cancelled():
+                raise Cancelled  # a newer rebuild's pages are served; its indexes follow
             kept = {p: d for p, d in self.files.items() if p not in self.index_files}
             self.index_files = set(made)
             self.files = {**kept, **made}
@@ -273,6 +298,70 @@ class LiveSite:
             return {"version": self.version,
                     "changed": last.changed if last and last.version == self.version else [],
                     "errors": [_diagnostic_json(d) for d in self.errors]}
+
+
+class Indexer:
+    """Makes a live site's indexes off the edit path: each request replaces the one
+    waiting; a request is taken up after a quiet spell (`quiet_s`, so that edits saved one
+    after another are indexed once), and a run still going when a newer rebuild lands is
+    stopped and started again on the newer pages. `log` is told of each finished run."""
+
+    def __init__(self, site: LiveSite, log: Callable[[Update], None],
+                 quiet_s: float = 0.3) -> None:
+        self.site = site
+        self.log = log
+        self.quiet_s = quiet_s
+        self.cond = threading.Condition()
+        self.pending: Update | None = None
+        self.changed: set[str] = set()  # pages rebuilt since the last finished run
+        self.stopping = False
+        self.runs = 0  # finished runs
+        self.thread = threading.Thread(target=self._run, name="curriculum-index", daemon=True)
+        self.thread.start()
+
+    def request(self, update: Update) -> None:
+        with self.cond:
+            self.pending = update
+            self.changed |= set(update.changed)
+            self.cond.notify_all()
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopping = True
+            self.cond.notify_all()
+        self.thread.join(timeout=5)
+
+    def idle(self, timeout: float) -> bool:
+        """Wait until no request is waiting or running; False after `timeout` seconds."""
+        with self.cond:
+            return self.cond.wait_for(lambda: self.pending is None and not self.changed,
+                                      timeout=timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self.cond:
+                self.cond.wait_for(lambda: self.pending is not None or self.stopping)
+                if self.stopping:
+                    return
+                update = self.pending
+                # A quiet spell: a newer request replaces this one.
+                if self.cond.wait_for(lambda u=update: self.pending is not u or self.stopping,
+                                      timeout=self.quiet_s):
+                    continue
+                changed = set(self.changed)
+            assert update is not None
+
+            def cancelled(update: Update = update) -> bool:
+                return self.stopping or self.pending is not update
+
+            if self.site.finish(update, changed, cancelled):
+                with self.cond:
+                    self.changed -= changed
+                    if self.pending is update:
+                        self.pending = None
+                    self.runs += 1
+                    self.cond.notify_all()
+                self.log(update)
 
 
 def _diagnostic_json(d: Diagnostic) -> dict[str, Any]:
@@ -444,9 +533,11 @@ class Server:
         self._threads: list[threading.Thread] = []
 
     def start(self) -> Update:
-        """Build everything, then serve and watch in background threads."""
+        """Build everything, then serve and watch in background threads; after each
+        rebuild the indexes are made by a third (see `Indexer`)."""
         first = self.site.apply(None)
         self.log(first)
+        self.site.indexer = Indexer(self.site, self.log_indexed)
         watch = threading.Thread(target=self._watch, name="curriculum-watch", daemon=True)
         serve = threading.Thread(target=self.httpd.serve_forever, name="curriculum-http",
                                  daemon=True)
@@ -467,7 +558,15 @@ class Server:
             if paths:
                 self.log(self.site.apply(paths))
 
+    def log_indexed(self, update: Update) -> None:
+        """The indexes of a rebuild are made: how long they took, and what the late checks
+        of its pages found."""
+        self.log(dataclasses.replace(update, seconds=update.index_seconds, rebuilt=[],
+                                     changed=[], diagnostics=update.late, indexed=True))
+
     def stop(self) -> None:
+        if self.site.indexer is not None:
+            self.site.indexer.stop()
         self._stop.set()
         self.httpd.shutdown()
         self.httpd.server_close()

@@ -12,12 +12,13 @@ import re
 from collections import Counter
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
 from curriculum.assets import DEFAULT_MAX_BYTES, Refused, confine
 from curriculum.catalog import (
+    PACK_TOKENS_ABOVE,
     Body,
     CapsuleEntry,
     Catalog,
@@ -50,6 +51,9 @@ from curriculum.models import (
 )
 from curriculum.syllabus import check_syllabus_counts
 
+if TYPE_CHECKING:
+    from curriculum.measure import Measurements
+
 WORDS_PER_MINUTE = 220
 CODE_LINES_PER_MINUTE = 12
 MINUTES_PER_FIGURE = 0.5
@@ -58,7 +62,7 @@ MINUTES_PER_FIGURE = 0.5
 # --- schema errors --------------------------------------------------------------
 
 
-def _schema_errors(doc: RawDoc, model: type[BaseModel], exc: ValidationError,
+def schema_errors(doc: RawDoc, model: type[BaseModel], exc: ValidationError,
                    diags: Diagnostics) -> None:
     for err in exc.errors(include_url=False):
         path = tuple(p for p in err["loc"] if isinstance(p, str | int))
@@ -133,19 +137,19 @@ def _model(doc: RawDoc, diags: Diagnostics) -> Any:
     try:
         return model.model_validate(doc.data)
     except ValidationError as exc:
-        _schema_errors(doc, model, exc, diags)
+        schema_errors(doc, model, exc, diags)
         return None
 
 
 # --- Markdown bodies --------------------------------------------------------------
 
 
-def _body(text: str, file: str, line: int) -> Body:
+def parse_body(text: str, file: str, line: int) -> Body:
     tokens = parse(text)
     return Body(text, file, line, collect_refs(tokens), tuple(tokens))
 
 
-def _check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnostics,
+def check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnostics,
                 max_asset_bytes: int = DEFAULT_MAX_BYTES) -> None:
     refs = body.refs
     check_markup(body, diags)
@@ -188,6 +192,9 @@ def _check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnos
             diags.error(Loc(body.file, body.line + line, 1), "math.invalid",
                         f"cannot render math '{latex.strip()[:40]}': "
                         f"{str(exc) or type(exc).__name__}")
+
+
+_body, _check_body = parse_body, check_body  # the names older tests import
 
 
 def _image_loc(body: Body, line: int, src: str) -> Loc:
@@ -235,6 +242,30 @@ def rank_related(question_terms: Counter[str], candidates: dict[str, Counter[str
 
 
 # --- the whole catalog ----------------------------------------------------------------------
+
+
+def _capsule(doc: RawDoc, meta: CapsuleMeta, place: tuple[str, str, str], root: Path,
+             ids: dict[str, set[str]], diags: Diagnostics, limit: int,
+             pack: bool = False) -> CapsuleEntry:
+    """One placed capsule's entry: its body split at `<!-- more -->`, parsed once, and
+    checked when the capsule is ready."""
+    head, tail, at = split_at_marker(doc.body, "more")
+    preview = parse_body(head, doc.file, doc.body_line)
+    rest = parse_body(tail, doc.file, doc.body_line + at) if tail is not None else None
+    if meta.status == "ready":
+        if not doc.body.strip():
+            diags.error(Loc(doc.file, doc.body_line, 1), "capsule.empty",
+                        "a ready capsule needs a body", "write it, or set status: draft")
+        lint_yaml(doc, diags)
+        for b in (preview, rest):
+            if b is not None:
+                check_body(b, root, ids, diags, limit)
+    if pack:  # checked: from here on only the renderer reads the tokens
+        preview, rest = preview.packed(), rest.packed() if rest is not None else None
+    return CapsuleEntry(doc.id, *place, meta, Loc(doc.file, 1, 1), preview, rest,
+                        _minutes(preview, rest),
+                        sum(len(b.refs.figures) + len(b.refs.charts)
+                            for b in (preview, rest) if b is not None))
 
 
 def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
@@ -312,21 +343,8 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
                         f"add it to content/courses/{doc.course}/course.yaml")
             continue
         course_id, part_id, number = placement[doc.id]
-        head, tail, at = split_at_marker(doc.body, "more")
-        preview = _body(head, doc.file, doc.body_line)
-        rest = _body(tail, doc.file, doc.body_line + at) if tail is not None else None
-        if meta.status == "ready":
-            if not doc.body.strip():
-                diags.error(Loc(doc.file, doc.body_line, 1), "capsule.empty",
-                            "a ready capsule needs a body", "write it, or set status: draft")
-            lint_yaml(doc, diags)
-            for b in (preview, rest):
-                if b is not None:
-                    _check_body(b, root, ids, diags, limit)
-        capsules[doc.id] = CapsuleEntry(doc.id, course_id, part_id, number, meta,
-                                        Loc(doc.file, 1, 1), preview, rest, _minutes(preview, rest),
-                                        sum(len(b.refs.figures) + len(b.refs.charts)
-                                            for b in (preview, rest) if b is not None))
+        capsules[doc.id] = _capsule(doc, meta, (course_id, part_id, number), root, ids, diags,
+                                    limit, pack=len(capsule_docs) > PACK_TOKENS_ABOVE)
     _check_cycles(capsule_docs, diags)
     for cid, entry in courses.items():
         syl_doc, syllabus = syllabi.get(cid, (None, None))
@@ -356,11 +374,11 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
             diags.error(Loc(doc.file, doc.body_line, 1), "question.no-answer",
                         "no '<!-- answer -->' line between the question and the answer")
             continue
-        q_body = _body(head, doc.file, doc.body_line)
-        a_body = _body(tail, doc.file, doc.body_line + at)
+        q_body = parse_body(head, doc.file, doc.body_line)
+        a_body = parse_body(tail, doc.file, doc.body_line + at)
         lint_yaml(doc, diags)
         for b in (q_body, a_body):
-            _check_body(b, root, ids, diags, limit)
+            check_body(b, root, ids, diags, limit)
         q_terms = _terms(meta.title, meta.summary, q_body.text)
         related = rank_related(q_terms, {c: capsule_terms[c] for c in meta.concepts
                                          if c in capsule_terms})
@@ -375,12 +393,12 @@ def validate(docs: list[RawDoc], root: Path, diags: Diagnostics,
             diags.error(doc.positions.loc(("script",)), "experiment.no-script",
                         f"no script templates/static/js/experiments/{meta.script}.js")
         head, tail, at = split_at_marker(doc.body, "more")
-        preview = _body(head, doc.file, doc.body_line)
-        rest = _body(tail, doc.file, doc.body_line + at) if tail is not None else None
+        preview = parse_body(head, doc.file, doc.body_line)
+        rest = parse_body(tail, doc.file, doc.body_line + at) if tail is not None else None
         lint_yaml(doc, diags)
         for b in (preview, rest):
             if b is not None:
-                _check_body(b, root, ids, diags, limit)
+                check_body(b, root, ids, diags, limit)
         experiments[doc.id] = ExperimentEntry(doc.id, meta, Loc(doc.file, 1, 1), preview, rest)
 
     # Paths.
@@ -591,3 +609,102 @@ def _rotate(cycle: list[str], first: str) -> list[str]:
     i = cycle.index(first)
     return cycle[i:] + cycle[:i]
 
+
+def revalidate_capsule(base: Catalog, docs: list[RawDoc], doc: RawDoc, root: Path,
+                       m: Measurements, diags: Diagnostics) -> Catalog | None:
+    """The catalog with capsule `doc` replaced, as `validate` + `measure` would build it.
+
+    Only for an existing, placed capsule whose file still loads; every other
+    change goes through the whole pipeline. `docs` is the full, current list.
+    Diagnostics land in `diags`: those located in `doc.file`, and the cycle check.
+    """
+    import dataclasses
+
+    from curriculum.measure import check_body_figures
+
+    old = base.capsules[doc.id]
+    meta = _model(doc, diags)
+    others = [(d, base.capsules[d.id].meta) for d in docs
+              if d.kind == "capsule" and d is not doc and d.id in base.capsules]
+    _check_cycles([*others, (doc, meta)] if meta is not None else others, diags)
+    if meta is None:
+        return None
+    tiers = {t.id for t in base.site.tiers}
+    if meta.access not in tiers:
+        diags.error(doc.positions.loc(("access",)), "access.unknown-tier",
+                    f"no access tier '{meta.access}'", did_you_mean(meta.access, tiers) or
+                    f"tiers: {', '.join(t.id for t in base.site.tiers)}")
+    ids = {kind: {d.id for d in docs if d.kind == kind}
+           for kind in ("capsule", "question", "experiment")}
+    for i, pre in enumerate(meta.prerequisites):
+        if pre not in ids["capsule"]:
+            diags.error(doc.positions.loc(("prerequisites", i)), "capsule.unknown-prerequisite",
+                        f"no capsule '{pre}'", did_you_mean(pre, ids["capsule"]))
+    entry = _capsule(doc, meta, (old.course, old.part, old.number), root, ids, diags,
+                     base.site.max_asset_bytes, pack=len(base.capsules) > PACK_TOKENS_ABOVE)
+    if meta.status == "ready":
+        known = {c.id for r in m.results.values() for c in r.cases}
+        for b in (entry.preview, entry.rest):
+            if b is not None:
+                check_body_figures(m, b, f"capsule '{doc.id}'", known, diags)
+    if diags.errors:
+        return None
+    capsules = {cid: (entry if cid == doc.id else c) for cid, c in base.capsules.items()}
+    questions = dict(base.questions)
+    for qid, q in base.questions.items():
+        if doc.id in q.meta.concepts:
+            terms = {c: _terms(x.meta.title, x.meta.summary, x.meta.tag,
+                               x.preview.text if x.meta.access == base.lowest_tier else "")
+                     for c in q.meta.concepts if (x := capsules.get(c)) is not None}
+            related = rank_related(_terms(q.meta.title, q.meta.summary, q.question.text), terms)
+            questions[qid] = dataclasses.replace(q, related=related)
+    return dataclasses.replace(base, capsules=MappingProxyType(capsules),
+                               questions=MappingProxyType(questions))
+
+
+def revalidate_course(base: Catalog, docs: list[RawDoc], doc: RawDoc,
+                      diags: Diagnostics) -> tuple[bool, Catalog | None]:
+    """The catalog with course.yaml `doc` replaced, when the edit keeps the same capsules
+    in the course (titles, summaries, parts and order may change).
+
+    Returns (False, None) when the edit needs the whole pipeline (a capsule added to or
+    removed from the course, or a course that did not validate before); else (True, the
+    catalog), the catalog None when the course no longer validates (`diags` says why).
+    Capsules that keep their part and number keep their entries.
+    """
+    import dataclasses
+
+    old = base.courses.get(doc.id)
+    if old is None:
+        return False, None
+    course = _model(doc, diags)
+    if course is None:
+        return True, None
+    capsule_course = {d.id: d.course for d in docs if d.kind == "capsule"}
+    placement: dict[str, tuple[str, str, str]] = {}
+    _check_course(doc, course, capsule_course, placement, diags)
+    lint_yaml(doc, diags)
+    if diags.errors:
+        return True, None
+    if set(placement) != {cid for cid, c in base.capsules.items() if c.course == doc.id}:
+        return False, None
+    capsules = dict(base.capsules)
+    for cid, (_, part, number) in placement.items():
+        cap = capsules[cid]
+        if (cap.part, cap.number) != (part, number):
+            capsules[cid] = dataclasses.replace(cap, part=part, number=number)
+    courses = dict(base.courses)
+    courses[doc.id] = CourseEntry(doc.id, course, doc.positions.loc(()), tuple(course.parts),
+                                  old.syllabus)
+    syllabus_doc = next((d for d in docs if d.kind == "syllabus" and d.course == doc.id), None)
+    if syllabus_doc is not None and old.syllabus is not None:
+        _check_syllabus(syllabus_doc, old.syllabus, course, diags)
+        check_syllabus_counts(syllabus_doc, old.syllabus, course, capsules, diags)
+    placement_doc = next((d for d in docs if d.kind == "placement"), None)
+    if placement_doc is not None and base.placement is not None:
+        _check_placement(placement_doc, base.placement, courses, set(), capsules,
+                         {d.id for d in docs if d.kind == "path"}, diags)
+    if diags.errors:
+        return True, None
+    return True, dataclasses.replace(base, courses=MappingProxyType(courses),
+                                     capsules=MappingProxyType(capsules))

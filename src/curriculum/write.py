@@ -1,6 +1,7 @@
-"""Stage 5, `write`: put an edition on disk all at once.
+"""Stage 5, `write`: put an edition on disk, replacing the previous one at once.
 
-Files go into a fresh temporary folder beside the target (`stage_tree`), which
+Files go into a fresh temporary folder beside the target (`new_staging`; a build
+streams each page into it as it renders, `stage_tree` writes a map of files), which
 then replaces the target by renames (`swap_in`). A failure before the swap
 leaves the previous site as it was; no file of an earlier build survives in the
 new one. Editions built side by side stage their folders first, and are swapped
@@ -15,11 +16,18 @@ import tempfile
 from pathlib import Path
 
 
-def stage_tree(files: dict[str, bytes], target: Path, mtime: int | None = None) -> Path:
-    """Write `files` (relative POSIX path -> bytes) into a new folder beside `target`."""
+def new_staging(target: Path) -> Path:
+    """A new, empty staging folder beside `target`, for files streamed in one by one."""
     target = target.resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+    staging.chmod(0o755)
+    return staging
+
+
+def stage_tree(files: dict[str, bytes], target: Path, mtime: int | None = None) -> Path:
+    """Write `files` (relative POSIX path -> bytes) into a new folder beside `target`."""
+    staging = new_staging(target)
     try:
         made: set[Path] = {staging}
         for rel_path in sorted(files):
@@ -30,7 +38,6 @@ def stage_tree(files: dict[str, bytes], target: Path, mtime: int | None = None) 
             dest.write_bytes(files[rel_path])
             if mtime is not None:
                 os.utime(dest, (mtime, mtime))
-        staging.chmod(0o755)
     except BaseException:
         discard(staging)
         raise

@@ -98,8 +98,8 @@ def find(root: Path, number: int) -> Puzzle | None:
 
 
 def _load(root: Path, folder: Path, diags: Diagnostics) -> list[Puzzle]:
-    from curriculum.load import _markdown_doc
-    from curriculum.validate import _body, _schema_errors
+    from curriculum.load import markdown_doc
+    from curriculum.validate import parse_body, schema_errors
 
     puzzles: list[Puzzle] = []
     if not folder.is_dir():
@@ -115,13 +115,13 @@ def _load(root: Path, folder: Path, diags: Diagnostics) -> list[Puzzle]:
         if not md.is_file():
             diags.error(Loc(rel, 1, 1), "puzzle.missing-file", f"no {rel}/puzzle.md")
             continue
-        doc = _markdown_doc(root, md, "puzzle", diags)
+        doc = markdown_doc(root, md, "puzzle", diags)
         if doc is None:
             continue
         try:
             meta = PuzzleMeta.model_validate(doc.data)
         except ValidationError as exc:
-            _schema_errors(doc, PuzzleMeta, exc, diags)
+            schema_errors(doc, PuzzleMeta, exc, diags)
             continue
         if meta.number != int(m["number"]):
             diags.error(doc.positions.loc(("number",)), "puzzle.number",
@@ -136,7 +136,7 @@ def _load(root: Path, folder: Path, diags: Diagnostics) -> list[Puzzle]:
                 (sub / "starter.cu").read_text(encoding="utf-8"), spec.entry):
             diags.error(Loc(f"{rel}/starter.cu", 1, 1), "puzzle.no-entry",
                         f"starter.cu declares no kernel '{spec.entry}' (spec.py's entry)")
-        body = _body(doc.body, doc.file, doc.body_line)
+        body = parse_body(doc.body, doc.file, doc.body_line)
         puzzles.append(Puzzle(sub.name, meta.number, sub, meta, body, spec))
     seen: dict[int, str] = {}
     for p in puzzles:
@@ -193,7 +193,7 @@ def check_puzzles(root: Path, tiers: list[str], ids: dict[str, set[str]],
     """What `validate` checks of the puzzles: every folder loads, tiers exist and
     the solution's tier is not below the page's, and the bodies pass the same
     checks as a capsule's (links, typed numbers, markup)."""
-    from curriculum.validate import _check_body
+    from curriculum.validate import check_body
 
     rank = {t: i for i, t in enumerate(tiers)}
     for p in load_puzzles(root, diags):
@@ -216,4 +216,4 @@ def check_puzzles(root: Path, tiers: list[str], ids: dict[str, set[str]],
         if not p.solution.is_file():
             diags.warning(Loc(file, 1, 1), "puzzle.no-solution",
                           f"no {p.folder.name}/solution.cu: the page and `check` go without one")
-        _check_body(p.body, root, ids, diags, max_asset_bytes)
+        check_body(p.body, root, ids, diags, max_asset_bytes)

@@ -10,6 +10,14 @@ async function load(siteRoot) {
     pagefind = await import(new URL("static/pagefind/pagefind.js", siteRoot).href);
     await pagefind.options({ baseUrl: siteRoot.pathname });
     await pagefind.init();
+    // A large edition is indexed in several bundles; the first one's entry file names the
+    // others, which are merged into it.
+    const entry = await fetch(new URL("static/pagefind/pagefind-entry.json", siteRoot))
+      .then((reply) => reply.json()).catch(() => ({}));
+    for (const extra of entry.curriculum_bundles || []) {
+      await pagefind.mergeIndex(new URL(`static/pagefind/${extra}`, siteRoot).href,
+                                { baseUrl: siteRoot.pathname });
+    }
   }
   return pagefind;
 }

@@ -1,0 +1,63 @@
+"""What one build hands the next: highlighted code blocks and MathML, by content.
+
+Highlighting a block and converting a formula depend on nothing but their text (and the
+versions of Pygments and latex2mathml), so a build keeps what it made in
+`.cache/markdown/<versions>.json.gz`, and the next build reuses every entry whose text
+comes again. Only what a build used is kept, so the store holds the current content's
+blocks and formulas and nothing older. Like the chart cache beside it, losing it costs
+time, never correctness; a folder that cannot be written to is simply not used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from curriculum.markdown import add_stored, converted
+
+STORE = Path(".cache") / "markdown"
+FORMAT = 1  # bump when what `highlight` or `to_mathml` writes changes
+
+
+def _path(root: Path) -> Path:
+    from importlib.metadata import version
+
+    from curriculum.markdown import LANGUAGES
+
+    versions = (f"{FORMAT}|{version('pygments')}|{version('latex2mathml')}|"
+                f"{sorted(LANGUAGES.items())}")
+    return root / STORE / f"{hashlib.sha256(versions.encode()).hexdigest()[:16]}.json.gz"
+
+
+def load(root: Path) -> None:
+    """Offer the last build's blocks and formulas to this one."""
+    try:
+        data = json.loads(gzip.decompress(_path(root).read_bytes()))
+        blocks = {(code, lang): html for code, lang, html in data["highlight"]}
+        math = {(latex, bool(display)): mathml for latex, display, mathml in data["math"]}
+    except (OSError, ValueError, KeyError, TypeError, EOFError):
+        return
+    add_stored(blocks, math)
+
+
+def save(root: Path) -> None:
+    """Keep what this build highlighted and converted, for the next one (atomically)."""
+    blocks, math = converted()
+    data = {"highlight": sorted([c, lang, h] for (c, lang), h in blocks.items()),
+            "math": sorted([latex, d, m] for (latex, d), m in math.items())}
+    path = _path(root)
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for old in path.parent.glob("*.json.gz"):  # another version's store
+            if old != path:
+                old.unlink()
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".store-", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(gzip.compress(json.dumps(data, ensure_ascii=False).encode("utf-8"), 1,
+                                  mtime=0))
+        os.replace(tmp, path)
