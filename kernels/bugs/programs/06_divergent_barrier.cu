@@ -9,10 +9,10 @@
 // (work after one of the barriers) reads shared memory before it is written.
 //
 // What the tool reports: `compute-sanitizer --tool synccheck` reports "Barrier error detected.
-// Divergent thread(s) in warp." at the line of the barrier in the `else` arm, once for each of
-// threads (100,0,0) to (127,0,0), 28 errors, and the launch is then aborted. (Had the 28 threads
-// simply exited instead of waiting, a barrier waits only for threads that have not exited, and
-// synccheck reports nothing.) The fix: every thread reaches the same barrier; guard the work.
+// Divergent thread(s) in block." or "... in warp." (which, and at which of the two barriers,
+// depends on which threads arrive first), 124 errors on the H200, and the launch is aborted.
+// (Had the 28 threads simply exited instead of waiting, a barrier waits only for threads that
+// have not exited, and synccheck reports nothing.) The fix: every thread reaches one barrier.
 #include <cstdio>
 #include <cuda_runtime.h>
 
