@@ -118,7 +118,14 @@ def test_leak_check_stops_the_build(sample: Path, tmp_path: Path) -> None:
         "thirty-two fold here."))
     with pytest.raises(ContentError) as info:
         build(sample, out_dir=tmp_path / "out", templates=templates)
-    assert any(d.code == "leak.withheld-text" for d in info.value.diagnostics)
+    leaks = [d for d in info.value.diagnostics if d.code == "leak.withheld-text"]
+    assert leaks
+    # The message quotes eight of the leaked words, so the author can find both places.
+    quoted = leaks[0].message.split('"')[1]
+    assert len(quoted.split()) == 8 and quoted in (
+        "premium readers learn that a thirty-two by thirty-two tile cuts global reads "
+        "thirty-two fold here"
+    ).replace("-", " "), leaks[0].message
 
 
 def test_leak_check_reads_the_search_index(sample: Path, tmp_path: Path,

@@ -347,5 +347,18 @@ class LeakCheck:
                 raw = text
             if leaked or self.leaks(secret.among(shingle_hashes(plain))) or \
                     self.leaks(secret.among(shingle_hashes(raw))):
+                run = self.first_run(plain) or self.first_run(raw)
+                where = f": \"{run}\"" if run else " (in its sidebar)"
                 diags.error(Loc(f"build/{edition}/{path}", 1, 1), "leak.withheld-text",
-                            "holds text withheld from this edition")
+                            f"holds text withheld from this edition{where}; reword one of the "
+                            "two places, or move the sentence above the page's <!-- more -->")
+
+    def first_run(self, text: str) -> str | None:
+        """One run of eight words of `text` (the first in sorted order) that is withheld and
+        not shown anyway, for the message: the author needs the words to find both places."""
+        shown = self.shown or set()
+        for run in sorted(shingles(text)):
+            h = hash(run)
+            if h not in shown and self.secret.among({h}):
+                return " ".join(run)
+        return None
