@@ -7,7 +7,8 @@ For each operation of `OPS` this script, on a GPU machine:
    the whole Python module it wrote (`<op>/output_code.txt`), each generated
    Triton kernel on its own (`<op>/<kernel>.triton`) and, where the loaded
    kernel or Triton's cache has it, its PTX in the config it ran with
-   (`<op>/<kernel>.ptx`, with a count of the memory, math and sync opcodes);
+   (`<op>/<kernel>.ptx`, with a count of the memory, math and sync opcodes;
+   with torch 2.11 on the H200 neither place held it, and no PTX was kept);
    text suffixes, so no linter reads them as the project's Python;
 2. reads that code: which Triton kernels it defines (the name's prefix gives the
    kind: `triton_poi_` pointwise, `triton_per_` persistent reduction, whole row
