@@ -374,3 +374,86 @@ def test_capacity_planner_traced_shape_matches_the_trace() -> None:
 
 def test_capacity_planner_refuses_bad_values(shipped_site: str, tab: Tab) -> None:
     test_every_input_refuses_bad_values(shipped_site, tab, "capacity-planner")
+
+
+# -- speculative decoding ------------------------------------------------------------------
+
+SPEC_P = {"alpha": 0.8, "drafts": 3, "draftMs": 0.5, "targetMs": 4, "layers": 32,
+          "verifyUs": [40, 42, 45, 80]}
+SPEC_INPUTS = {"alpha": "alpha", "drafts": "drafts", "draft-ms": "draftMs", "target-ms": "targetMs",
+               "layers": "layers"}
+
+
+def spec_by_hand(p: dict[str, Any], drafts: int) -> dict[str, float]:
+    """One step with `drafts` drafts, computed here: expected tokens, attention a layer, step ms."""
+    k = drafts + 1
+    points = list(zip((1, 2, 4, 8), p["verifyUs"], strict=True))
+    attn = next(
+        y0 + (k - x0) / (x1 - x0) * (y1 - y0)
+        for (x0, y0), (x1, y1) in zip(points, points[1:], strict=False)
+        if x0 <= k <= x1
+    )
+    a = p["alpha"]
+    tokens = 1.0 if drafts == 0 else sum(a**i for i in range(drafts + 1))
+    ms = drafts * p["draftMs"] + p["targetMs"] + p["layers"] * attn / 1000
+    return {"tokens": tokens, "attn": attn, "ms": ms, "tps": tokens * 1000 / ms}
+
+
+def test_speculative_decoding_model(shipped_site: str, tab: Tab) -> None:
+    page = page_of(shipped_site, tab, "speculative-decoding")
+    js = str(SPEC_P).replace("'", '"')
+    got = module(page, shipped_site, "speculative-decoding",
+                 "[0.0, 0.5, 0.8, 1.0].map((a) => [1, 3, 7].map((d) => m.expectedTokens(a, d)))")
+    for a, row in zip((0.0, 0.5, 0.8, 1.0), got, strict=True):
+        for d, value in zip((1, 3, 7), row, strict=True):
+            assert value == pytest.approx(sum(a**i for i in range(d + 1)))  # 1 + a + ... + a^d
+    assert got[2][1] == pytest.approx((1 - 0.8**4) / (1 - 0.8))
+    attn = module(page, shipped_site, "speculative-decoding",
+                  f"[1, 2, 3, 4, 5, 6, 7, 8].map((k) => m.attentionUs({js}, k))")
+    assert attn == pytest.approx([40, 42, 43.5, 45, 53.75, 62.5, 71.25, 80])
+    for d in range(8):
+        s = module(page, shipped_site, "speculative-decoding", f"m.step({js}, {d})")
+        want = spec_by_hand(SPEC_P, d)
+        assert s["tokens"] == pytest.approx(want["tokens"])
+        assert s["ms"] == pytest.approx(want["ms"])
+        assert s["tokensPerSecond"] == pytest.approx(want["tps"])
+    r = module(page, shipped_site, "speculative-decoding", f"m.speculate({js})")
+    best = max(range(1, 8), key=lambda d: spec_by_hand(SPEC_P, d)["tps"])
+    assert r["best"]["drafts"] == best
+    assert r["speedup"] == pytest.approx(spec_by_hand(SPEC_P, 3)["tps"] / spec_by_hand(SPEC_P, 0)["tps"])
+    # 3 drafts at 0.8: 2.952 tokens for 1.5 + 4 + 32 x 45 us = 6.94 ms, against 1 token in 5.28 ms
+    assert spec_by_hand(SPEC_P, 3)["tokens"] == pytest.approx(2.952)
+    assert spec_by_hand(SPEC_P, 3)["ms"] == pytest.approx(6.94)
+    assert spec_by_hand(SPEC_P, 0)["ms"] == pytest.approx(5.28)
+
+
+def test_speculative_decoding_page(shipped_site: str, tab: Tab) -> None:
+    page = page_of(shipped_site, tab, "speculative-decoding")
+    state, text = output(page)
+    assert state == "ok" and "tokens/s against" in text, text  # from the seeded values
+    assert page.locator("p.source").count() == 4  # the four verify times name their figures
+    fill(page, {name: SPEC_P[key] for name, key in SPEC_INPUTS.items()})
+    fill(page, {f"verify-{k}": v for k, v in zip((1, 2, 4, 8), SPEC_P["verifyUs"], strict=True)})
+    state, text = output(page)
+    want, plain = spec_by_hand(SPEC_P, 3), spec_by_hand(SPEC_P, 0)
+    assert state == "ok", text
+    assert f"{want['tokens']:.2f} tokens expected (at most 4)" in text
+    assert f"step {want['ms']:.2f} ms" in text
+    assert f"{want['tps']:.0f} tokens/s against {plain['tps']:.0f} without drafts" in text
+    rows = page.locator("[data-table=speculative-decoding] tbody tr")
+    assert rows.count() == 8
+    for d in (0, 3, 7):
+        cells = rows.nth(d).locator("td")
+        assert cells.nth(1).inner_text() == f"{spec_by_hand(SPEC_P, d)['tokens']:.2f}"
+        assert cells.nth(4).inner_text() == f"{spec_by_hand(SPEC_P, d)['tps']:.0f}"
+    fill(page, {"alpha": 0})  # drafts are never right: speculation costs, it does not pay
+    state, text = output(page)
+    assert state == "ok" and "1.00 tokens expected" in text, text
+    speedup = float(re.search(r"without drafts: ([0-9.]+)x", text)[1])  # type: ignore[index]
+    assert speedup < 1
+    assert_clean(page)
+    assert tab.errors == []
+
+
+def test_speculative_decoding_refuses_bad_values(shipped_site: str, tab: Tab) -> None:
+    test_every_input_refuses_bad_values(shipped_site, tab, "speculative-decoding")
