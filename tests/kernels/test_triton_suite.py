@@ -249,3 +249,28 @@ def test_flash_attention_in_the_interpreter(stem: str, s: int) -> None:
     scores = q.double() @ k.double().transpose(-1, -2) / math.sqrt(128)
     want = torch.softmax(scores, -1) @ v.double()
     assert _rel(torch, o, want) < 5e-3  # bf16 P and O: about 2e-3
+
+
+# --- the capsule's quotes of the compiled kernels ----------------------------------------------
+
+CAPSULE = (
+    REPO / "content" / "courses" / "kernel-engineering" / "capsules" / "triton-block-kernels.md"
+)
+ARTIFACT_BLOCK = re.compile(r"```artifact\npath: (\S+)\nlines: (\d+)-(\d+)\n", re.M)
+
+
+def test_capsule_quotes_whole_sections_of_the_compiled_report() -> None:
+    """Each `lines:` range starts at a kernel's section and ends inside that kernel's sections, so
+    a regenerated report with other line numbers fails here rather than quoting the wrong kernel."""
+    if not CAPSULE.is_file():
+        pytest.skip("capsule not present")
+    blocks = ARTIFACT_BLOCK.findall(CAPSULE.read_text(encoding="utf-8"))
+    assert len(blocks) >= 3
+    for path, first, last in blocks:
+        lines = (REPO / path).read_text(encoding="utf-8").splitlines()
+        assert lines[0].startswith("// triton/compiled:") and lines[1].startswith("// triton ")
+        chosen = lines[int(first) - 1 : int(last)]
+        assert chosen[0].startswith("=== kernel "), (path, first)
+        kernels = {ln.split()[2] for ln in chosen if ln.startswith("=== kernel ")}
+        assert len(kernels) == 1, (path, first, last, kernels)
+        assert chosen[-1].startswith("ptx: "), (path, last)
