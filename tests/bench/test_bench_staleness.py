@@ -97,6 +97,25 @@ def test_touching_any_input_makes_the_figure_stale(root: Path, touch: str, reaso
     assert stale_cases(root, read_results(again.results_path)) == []
 
 
+def test_an_include_from_another_topic_does_not_tie_the_figure_to_one_checkout(
+    root: Path, tmp_path: Path
+) -> None:
+    import shutil
+
+    topic = root / "kernels" / "fake"
+    other = root / "kernels" / "shared_kernels"
+    other.mkdir()
+    (other / "common.cuh").write_text("#define SHARED 1\n")
+    cu = topic / "01_copy_good.cu"
+    cu.write_text(cu.read_text() + '#include "../shared_kernels/common.cuh"\n')
+    here = fingerprint(root, "fake", "01_copy_good")
+    moved = tmp_path / "elsewhere" / "checkout"
+    shutil.copytree(root, moved)
+    assert fingerprint(moved, "fake", "01_copy_good") == here
+    (moved / "kernels" / "shared_kernels" / "common.cuh").write_text("#define SHARED 2\n")
+    assert fingerprint(moved, "fake", "01_copy_good") != here
+
+
 def test_a_missing_include_counts_and_its_arrival_changes_the_fingerprint(root: Path) -> None:
     topic = root / "kernels" / "fake"
     cu = topic / "01_copy_good.cu"

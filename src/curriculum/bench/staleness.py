@@ -27,6 +27,7 @@ skips only cases that carry a fingerprint).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,10 +120,9 @@ def fingerprint(root: Path, topic: str, version: str) -> str | None:
         h.update(b"cu\n" + hashlib.sha256(data).hexdigest().encode() + b"\n")
     for inc in includes(source) if source.suffix == ".cu" else []:
         data = _read(inc)
-        try:
-            name = inc.relative_to(topic_dir.resolve()).as_posix()
-        except ValueError:
-            name = inc.as_posix()
+        # Named relative to the topic folder, also when it lies outside it (another
+        # topic's kernel): an absolute path would tie the figure to one checkout.
+        name = Path(os.path.relpath(inc, topic_dir.resolve())).as_posix()
         digest = hashlib.sha256(data).hexdigest() if data is not None else "missing"
         h.update(f"include {name} {digest}\n".encode())
     suite = _read(topic_dir / "suite.py")
