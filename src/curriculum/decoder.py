@@ -31,13 +31,12 @@ kinds `breakdown` and `throughput`. Everything here but `decoder_gpu` runs witho
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import sys
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from curriculum import datafile
 
 FORMAT = 1
 DATA_FILE = "decoder.json"
@@ -486,28 +485,13 @@ def _timing_rows(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 def data_path(root: Path) -> Path:
     """The data file under `root` (the project root or its kernels/ folder)."""
-    for base in (root / "kernels" / TOPIC, root / TOPIC):
-        if (base / DATA_FILE).is_file():
-            return base / DATA_FILE
-    return root / "kernels" / TOPIC / DATA_FILE
-
-
-@lru_cache(maxsize=4)
-def _read(path: str, mtime_ns: int) -> dict[str, Any]:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    return datafile.find(root, TOPIC, DATA_FILE)
 
 
 def load(root: Path) -> dict[str, Any]:
     """The decoder data; ValueError (with the fix) when there is none or it is invalid."""
     path = data_path(root)
-    try:
-        data = _read(str(path), path.stat().st_mtime_ns)
-    except OSError:
-        raise ValueError(
-            f"no decoder data at {path}; run `python -m curriculum.decoder` on a GPU"
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not JSON: {exc}") from None
+    data = datafile.read(path, f"decoder data at {path}; run `python -m curriculum.decoder` on a GPU")
     found = validate(data)
     if found:
         raise ValueError(f"{path}: " + "; ".join(found))
@@ -515,12 +499,7 @@ def load(root: Path) -> dict[str, Any]:
 
 
 def data_hash(root: Path | None) -> str:
-    if root is None:
-        return "no-root"
-    try:
-        return hashlib.sha256(data_path(root).read_bytes()).hexdigest()
-    except OSError:
-        return "absent"
+    return datafile.digest(None if root is None else data_path(root))
 
 
 # Figure keys and fields. Timings: `prefill_<impl>` and `decode_<impl>@batch=N`.

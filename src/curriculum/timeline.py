@@ -16,12 +16,10 @@ on a GPU by `curriculum trace` (see `trace`). From it:
 
 from __future__ import annotations
 
-import hashlib
-import json
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from curriculum import datafile
 from curriculum.trace import TRACE_FILE, enqueue_calls, idle_intervals, summarize
 
 TRACE_TOPIC = "traces"
@@ -66,36 +64,17 @@ COPY_BYTES = 64 << 20  # the copy segment moves 64 MiB each way (see trace)
 
 def trace_path(root: Path, spec_topic: str = TRACE_TOPIC) -> Path:
     """The trace file under `root`, which is the project root or its kernels/ folder."""
-    for base in (root / "kernels" / spec_topic, root / spec_topic):
-        if (base / TRACE_FILE).is_file():
-            return base / TRACE_FILE
-    return root / "kernels" / spec_topic / TRACE_FILE
-
-
-@lru_cache(maxsize=8)
-def _load(path: str, mtime_ns: int) -> dict[str, Any]:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    return datafile.find(root, spec_topic, TRACE_FILE)
 
 
 def load(root: Path, topic: str = TRACE_TOPIC) -> dict[str, Any]:
     """The trace data; ValueError (a message with the fix) when there is none."""
     path = trace_path(root, topic)
-    try:
-        return _load(str(path), path.stat().st_mtime_ns)
-    except OSError:
-        raise ValueError(f"no trace data at {path}; run `curriculum trace` on a GPU") from None
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not JSON: {exc}") from None
+    return datafile.read(path, f"trace data at {path}; run `curriculum trace` on a GPU")
 
 
 def data_hash(root: Path | None, topic: str = TRACE_TOPIC) -> str:
-    if root is None:
-        return "no-root"
-    path = trace_path(root, topic)
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return "absent"
+    return datafile.digest(None if root is None else trace_path(root, topic))
 
 
 def segment(data: dict[str, Any], key: str) -> dict[str, Any]:
