@@ -191,7 +191,10 @@ def _sdpa(backend: str) -> Callable[[Arrays, Shape], Callable[[], None]]:
         q, k, v = (kit.torch_view(inputs[n]) for n in ("q", "k", "v"))
         if not shape["causal"]:
             return kit.sdpa(backend, q, k, v)
-        if backend == "MATH" and q.shape[0] * q.shape[1] * q.shape[2] ** 2 > kit.MATH_SDPA_MAX_SCORES:
+        if (
+            backend == "MATH"
+            and q.shape[0] * q.shape[1] * q.shape[2] ** 2 > kit.MATH_SDPA_MAX_SCORES
+        ):
             raise MemoryError("math SDPA would materialise more scores than the suite allows")
         member = getattr(SDPBackend, backend)
 
