@@ -134,6 +134,60 @@ def plan(variant: str, shape: Shape, sm_count: int, per_sm: int = 1) -> tuple[st
     return variant, splits, per * PAGE, blocks
 
 
+# 02 builds `ring_m<MT>_s<STAGES>`: 16 MT heads a CTA, STAGES ring slots of one 32-token tile
+# filled by bulk copy, 8 warps in two groups of 4; one CTA an SM.
+RING_ENTRIES: tuple[str, ...] = ("m1_s4", "m1_s5", "m2_s3", "m2_s4")
+RING_THREADS = 256
+RING_GROUPS = 2
+RSTRIDE = DV + 8  # fp32 row stride of 02's end-of-CTA combine
+
+
+def ring_smem_bytes(mt: int, stages: int) -> int:
+    """Dynamic shared memory of `ring_m<mt>_s<stages>` (mirrors the kernel's Carve): Q, the
+    ring, each group's score, probability, rescale and (m, l) tiles, two mbarriers a slot."""
+    hb = 16 * mt
+    g = RING_GROUPS
+    return (
+        hb * ROW * 2
+        + stages * TILE * ROW * 2
+        + g * hb * (SROW * 4 + PROW * 2 + 4 + 8)
+        + 2 * stages * 8
+    )
+
+
+def parse_ring_variant(variant: str) -> tuple[int, int]:
+    """(MT, STAGES) of a variant name `m<MT>_s<STAGES>` of 02."""
+    if variant not in RING_ENTRIES:
+        raise ValueError(f"unknown MLA ring variant {variant!r}; built: {RING_ENTRIES}")
+    mt, stages = variant[1:].split("_s")
+    return int(mt), int(stages)
+
+
+def plan_ring(variant: str, shape: Shape, sm_count: int) -> tuple[str, int, int, int]:
+    """(variant, splits, tokens a split, head blocks) for 02 at `shape`: as `plan`, with one CTA
+    an SM, 32 MT heads falling back to m1_s5 below 16 MT heads."""
+    b, h, t = shape["b"], shape["h"], shape["t"]
+    mt = parse_ring_variant(variant)[0]
+    if h < 16 * mt:
+        variant, mt = "m1_s5", 1
+    problems = []
+    if t % PAGE:
+        problems.append(f"T={t} is not a multiple of the {PAGE}-token page")
+    if h % (16 * mt):
+        problems.append(f"H={h} is not a multiple of {16 * mt} heads a CTA")
+    if problems:
+        raise ValueError("; ".join(problems))
+    blocks = h // (16 * mt)
+    groups = b * blocks
+    if groups > min(sm_count, MAX_GROUPS):
+        raise ValueError(f"B*H/HB={groups} CTA groups exceed one wave of {sm_count} CTAs")
+    pages = t // PAGE
+    most = min(sm_count // groups, MAX_SPLITS)
+    per = -(-pages // most)
+    splits = -(-pages // per)
+    return variant, splits, per * PAGE, blocks
+
+
 # --- inputs and reference ---------------------------------------------------------------------
 
 
@@ -230,7 +284,39 @@ def _resident_per_sm(fn: Any, smem: int) -> int:
     return _resident[id(fn)]
 
 
+def _launch_ring(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
+    b, h = shape["b"], shape["h"]
+    variant, splits, per, blocks = plan_ring(measured_variant(version, h), shape, _sms())
+    smem = ring_smem_bytes(*parse_ring_variant(variant))
+    fn = kit.kernel(module, f"ring_{variant}")
+    if id(fn) not in _raised:
+        fn.max_dynamic_shared_size_bytes = smem
+        _raised.add(id(fn))
+    part_ml = _buffer("part_ml", 2 * b * h * splits)
+    part_acc = _buffer("part_acc", b * h * splits * DV)
+    fn(
+        (splits, blocks, b),
+        (RING_THREADS,),
+        (
+            arrays["q"],
+            arrays["pool"],
+            arrays["block_table"],
+            part_ml,
+            part_acc,
+            arrays["out"],
+            np.int32(h),
+            np.int32(shape["t"]),
+            np.int32(per),
+            np.float32(SCALE * LOG2E),
+        ),
+        shared_mem=smem,
+    )
+
+
 def _launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
+    if version.stem == "02_bulk_ring":
+        _launch_ring(module, version, shape, arrays)
+        return
     if version.stem != "01_split_latent":
         raise KeyError(f"mla: no launch for {version.stem}")
     b, h, t = shape["b"], shape["h"], shape["t"]

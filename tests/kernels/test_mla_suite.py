@@ -33,10 +33,12 @@ def suite(loaded: LoadedSuite) -> ModuleType:
 def test_declares_one_benchmark_over_the_sweep(loaded: LoadedSuite, suite: ModuleType) -> None:
     (bench,) = loaded.suite.benchmarks
     assert {v.stem: loaded.claims[v.stem].name for v in loaded.versions} == {
-        "01_split_latent": "mla_decode"
+        "01_split_latent": "mla_decode",
+        "02_bulk_ring": "mla_decode",
     }
     assert dict(bench.headline) == {"b": 1, "h": 128, "t": 32768}
-    assert len(plan_cases([loaded])) == len(bench.shapes) == 6
+    assert len(bench.shapes) == 6
+    assert len(plan_cases([loaded])) == 2 * len(bench.shapes)
     assert bench.roofline.bandwidth == "copy" and bench.roofline.compute == "gemm_bf16"
     names = [c.name for c in bench.candidates]
     assert "cuDNN SDPA" in names and "torch.matmul + softmax (cuBLAS)" in names
@@ -96,6 +98,34 @@ def test_shared_memory_mirrors_the_kernel(loaded: LoadedSuite, suite: ModuleType
         assert (2 * (smem + 1024 + 16) <= 228 * 1024) == (variant == "m1_s2")
 
 
+def test_ring_variants_are_built_planned_and_fit(loaded: LoadedSuite, suite: ModuleType) -> None:
+    version = version_named(loaded, "02_bulk_ring")
+    assert set(KERNEL_ENTRY.findall(version.source)) == {f"ring_{v}" for v in suite.RING_ENTRIES}
+    consts = {m[0]: int(m[1]) for m in re.findall(r"constexpr int (\w+) = (\d+);", version.source)}
+    assert consts["TT"] == suite.TILE and consts["DQK"] + 8 == suite.ROW
+    assert consts["WPG"] * consts["GROUPS"] * 32 == suite.RING_THREADS
+    assert consts["GROUPS"] == suite.RING_GROUPS
+    assert "constexpr int RSTRIDE = DV + 8;" in version.source and suite.RSTRIDE == suite.DV + 8
+    assert suite.measured_variant(version, 16) == "m1_s5"
+    assert suite.measured_variant(version, 128) == "m2_s4"
+    for variant in suite.RING_ENTRIES:
+        mt, stages = suite.parse_ring_variant(variant)
+        smem = suite.ring_smem_bytes(mt, stages)
+        # one CTA an SM, and never two: the grid is sized as one CTA an SM
+        assert smem + 1024 <= 227 * 1024 and 2 * (smem + 1024) > 228 * 1024
+        # the end-of-CTA combine and the merge reuse the ring
+        assert 16 * mt * suite.RSTRIDE * 4 <= stages * suite.TILE * suite.ROW * 2
+        for shape in loaded.claims["02_bulk_ring"].shapes:
+            chosen, splits, per, blocks = suite.plan_ring(variant, shape, H200_SMS)
+            hb = 16 * suite.parse_ring_variant(chosen)[0]
+            assert shape["h"] == blocks * hb
+            assert per % suite.PAGE == 0 and splits * per >= shape["t"] > (splits - 1) * per
+            assert splits * blocks * shape["b"] <= H200_SMS and splits <= suite.MAX_SPLITS
+    assert suite.plan_ring("m2_s4", {"b": 1, "h": 16, "t": 4096}, H200_SMS)[0] == "m1_s5"
+    with pytest.raises(ValueError, match="one wave"):
+        suite.plan_ring("m1_s5", {"b": 133, "h": 16, "t": 4096}, H200_SMS)
+
+
 def test_plan_refuses_ragged_contexts(suite: ModuleType) -> None:
     with pytest.raises(ValueError, match="multiple of the 64-token page"):
         suite.plan("m1_s4", {"b": 1, "h": 16, "t": 4100}, H200_SMS)
@@ -121,10 +151,11 @@ def test_reference_matches_a_per_head_loop(suite: ModuleType) -> None:
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-def test_compiles_for_sm90_without_spills() -> None:
+@pytest.mark.parametrize("name", ["01_split_latent.cu", "02_bulk_ring.cu"])
+def test_compiles_for_sm90_without_spills(name: str) -> None:
     proc = subprocess.run(
         ["nvcc", "-arch=sm_90", "-std=c++17", "-Xptxas", "-v", "-c", "-o", "/dev/null"]
-        + [str(MLA / "01_split_latent.cu")],
+        + [str(MLA / name)],
         capture_output=True,
         text=True,
         timeout=300,
