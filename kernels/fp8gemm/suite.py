@@ -110,7 +110,9 @@ def source_constants(source: str) -> dict[str, int]:
 @dataclass(frozen=True)
 class Geometry:
     """A version's launch, read from its own constants: tile BM x BN, k per stage BK,
-    THREADS a block, SMEM_BYTES of dynamic shared memory; one block per SM, persistent."""
+    THREADS a block, SMEM_BYTES of dynamic shared memory, CLUSTER CTAs a cluster (1 if not
+    stated; a cluster's CTAs take tile rows 2i and 2i + 1 and each loads 1/CLUSTER of the
+    shared B tile); one block per SM, persistent."""
 
     entry: str
     bm: int
@@ -118,6 +120,7 @@ class Geometry:
     bk: int
     threads: int
     smem: int
+    cluster: int = 1
 
     @classmethod
     def of(cls, entry: str, source: str) -> Geometry:
@@ -125,22 +128,31 @@ class Geometry:
         missing = [k for k in ("BM", "BN", "BK", "THREADS", "SMEM_BYTES") if k not in c]
         if missing:
             raise ValueError(f"{entry}: the source does not define {missing}")
-        return cls(entry, c["BM"], c["BN"], c["BK"], c["THREADS"], c["SMEM_BYTES"])
+        return cls(entry, c["BM"], c["BN"], c["BK"], c["THREADS"], c["SMEM_BYTES"],
+                   c.get("CLUSTER", 1))
 
     def problems(self, shape: Shape) -> list[str]:
         """Why the kernel would compute a wrong answer at this shape (its constraints)."""
         out = []
-        for dim, q in (("m", self.bm), ("n", self.bn), ("k", self.bk)):
+        for dim, q in (("m", self.bm * self.cluster), ("n", self.bn), ("k", self.bk)):
             if shape[dim] % q:
                 out.append(f"{dim} = {shape[dim]} is not a multiple of {q}")
         return out
 
     def grid(self, shape: Shape, sms: int) -> tuple[int]:
         tiles = (shape["m"] // self.bm) * (shape["n"] // self.bn)
-        return (min(tiles, sms),)
+        return (min(tiles, sms) // self.cluster * self.cluster,)
+
+    @property
+    def b_box_rows(self) -> int:
+        """Rows of B one CTA loads per stage: its share of the tile the cluster shares."""
+        return self.bn // self.cluster
 
 
-ENTRIES = {"01_block_scaled": "fp8_gemm_block_scaled"}
+ENTRIES = {
+    "01_block_scaled": "fp8_gemm_block_scaled",
+    "02_cluster_multicast": "fp8_gemm_cluster_multicast",
+}
 GEOMETRY = {
     stem: Geometry.of(entry, (_TOPIC_DIR / f"{stem}.cu").read_text(encoding="utf-8"))
     for stem, entry in ENTRIES.items()
@@ -295,14 +307,14 @@ def tensor_map_u8(address: int, inner: int, outer: int, box_inner: int, box_oute
 
 def _tensor_maps(a: Any, b: Any, g: Geometry, shape: Shape) -> tuple[Any, Any]:
     m, n, k = shape["m"], shape["n"], shape["k"]
-    key = (a.data.ptr, b.data.ptr, m * 1_000_003 + n, k)
+    key = (a.data.ptr, b.data.ptr, m * 1_000_003 + n, k * 1_000_003 + g.b_box_rows)
     maps = _TENSOR_MAPS.get(key)
     if maps is None:
         if len(_TENSOR_MAPS) > 16:
             _TENSOR_MAPS.clear()
         maps = (
             tensor_map_u8(a.data.ptr, inner=k, outer=m, box_inner=g.bk, box_outer=g.bm),
-            tensor_map_u8(b.data.ptr, inner=k, outer=n, box_inner=g.bk, box_outer=g.bn),
+            tensor_map_u8(b.data.ptr, inner=k, outer=n, box_inner=g.bk, box_outer=g.b_box_rows),
         )
         _TENSOR_MAPS[key] = maps
     return maps

@@ -101,6 +101,7 @@ def test_geometry_is_read_from_the_source() -> None:
         g = fp8.GEOMETRY[v.stem]
         assert f"{g.entry}(" in v.source
         assert (g.bm, g.bn, g.bk, g.threads) == (128, 128, 128, 384)
+        assert g.bn % g.cluster == 0 and g.grid({"m": 4096, "n": 4096}, 132)[0] % g.cluster == 0
         assert g.smem <= 227 * 1024
 
 
@@ -109,6 +110,7 @@ def test_every_shape_fits_the_kernel() -> None:
         for shape in (*BENCH.shapes, *BENCH.check_shapes):
             assert g.problems(shape) == [], shape
     assert fp8.GEOMETRY["01_block_scaled"].problems({"m": 128, "n": 2112, "k": 7168})
+    assert fp8.GEOMETRY["02_cluster_multicast"].problems({"m": 128, "n": 128, "k": 128})
     assert BENCH.headline in BENCH.shapes
 
 
