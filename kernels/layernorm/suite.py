@@ -2,7 +2,8 @@
 
 y = (x - mean) / sqrt(var + eps) * gamma + beta, statistics over each row.
 
-- `layernorm`: the fp32 ladder, 01 (one thread a row) to 07 (tuned launch). The sweep
+- `layernorm`: the fp32 ladder, 01 (one thread a row) to 07 (tuned launch), then 09 and
+  10 (one CTA a row, tuned; 08 is bf16). The sweep
   draws x from N(0, 1). One more shape, the headline size with `mean=1000`, draws x
   from 1000 + N(0, 1): there fp32's E[x^2] - E[x]^2 (version 05) loses most of its
   digits and the two-pass variance (06) does not, and both errors are recorded.
@@ -55,13 +56,13 @@ BETA_SPREAD = 0.5  # beta = 0.5 N(0, 1): a kernel that drops beta is off by abou
 FLOPS_PER_ELEMENT = 7  # add (mean), subtract + fma (variance), multiply + fma (output)
 
 
-# --- launch plans -----------------------------------------------------------------------
+# --- launch plans (rmsnorm's suite uses these too) --------------------------------------
 
 
 class Launch(NamedTuple):
     suffix: str  # appended to the file's name to give the entry point: "" or "_vpt4"
     block: int  # threads a block
-    grid: int | None  # blocks; None: as many as are resident at once (persistent kernels)
+    grid: int | None = None  # blocks; None: as many as are resident at once (persistent kernels)
 
 
 def row_block(cols: int, per_thread: int, max_threads: int) -> int:
@@ -97,15 +98,15 @@ def persistent(per_vector: int, small_vpt: int, large_vpt: int) -> Callable[[Sha
     def plan(shape: Shape) -> Launch:
         cols = shape["cols"]
         vpt, cap = (small_vpt, 128) if cols <= 2048 else (large_vpt, 512)
-        return Launch(f"_vpt{vpt}", row_block(cols, per_vector * vpt, cap), None)
+        return Launch(f"_vpt{vpt}", row_block(cols, per_vector * vpt, cap))
 
     return plan
 
 
-# One CTA a row (09_block_row): the file builds several variants `block_row_v<VPT><flags>`, VPT the
-# 16-byte vectors a thread, flag h the streaming cache hints (l on the loads only, s the stores), flag o a 32-register cap for
-# full occupancy; a suffix `_r<R>` does R rows a CTA. The header names the one the suite measures;
-# the rest stay for comparison.
+# One CTA a row (layernorm/09, rmsnorm/03): the file builds several variants
+# `block_row_v<VPT><flags>`, VPT the 16-byte vectors a thread, flag h the streaming cache hints (l
+# on the loads only, s the stores), flag o a 32-register cap for full occupancy; a suffix `_r<R>`
+# does R rows a CTA. The header names the one the suite measures; the rest stay for comparison.
 BLOCK_ROW_ENTRIES: tuple[str, ...] = (
     "v4",
     "v4h",
@@ -119,7 +120,9 @@ BLOCK_ROW_ENTRIES: tuple[str, ...] = (
     "v2h_r2",
     "v2h_r4",
 )
-VARIANT: dict[str, str] = {}  # stem -> variant, overriding the header (comparisons only)
+# One CTA a row with VPT vectors a thread and nothing else to choose (layernorm/10, rmsnorm/04).
+VPT_ENTRIES: tuple[str, ...] = ("v1", "v2", "v4", "v8")
+VARIANT: dict[str, str] = {}  # version id -> variant, overriding the header (comparisons only)
 
 
 MEASURED = re.compile(r"^// Measured variant: (\S+)", re.MULTILINE)
@@ -129,34 +132,72 @@ def measured_variant(version: Version) -> str:
     """The variant the suite times: VARIANT's entry if one is set (side-by-side comparisons set
     it), else the one the .cu file names in its header ("// Measured variant: NAME"), so that
     choosing another variant changes that version's figures and no other."""
-    if version.stem in VARIANT:
-        return VARIANT[version.stem]
+    if version.id in VARIANT:
+        return VARIANT[version.id]
     m = MEASURED.search(version.source)
     if m is None:
         raise ValueError(f"{version.id}: no '// Measured variant:' line in its header")
     return m[1]
 
 
-def block_row_variant(variant: str, shape: Shape) -> tuple[str, int, int]:
+def block_row_variant(
+    variant: str, shape: Shape, entries: tuple[str, ...] = BLOCK_ROW_ENTRIES
+) -> tuple[str, int, int]:
     """(entry suffix, threads, blocks) of a one-CTA-a-row variant at `shape`: VPT doubles until
     the block is at most 1024 threads; a flag set not built at that VPT falls back to `h` (one
     row a CTA)."""
     m = re.fullmatch(r"v(\d+)([a-z]*)(?:_r(\d+))?", variant)
-    if m is None or variant not in BLOCK_ROW_ENTRIES:
+    if m is None or variant not in entries:
         raise ValueError(f"unknown block-row variant {variant!r}")
     vpt, flags, per_cta = int(m[1]), m[2], int(m[3] or 1)
     cols, rows = shape["cols"], shape["rows"]
     while cols // (4 * vpt) > 1024:
         vpt *= 2
     name = f"v{vpt}{flags}" + (f"_r{per_cta}" if per_cta > 1 else "")
-    if name not in BLOCK_ROW_ENTRIES:
+    if name not in entries:
         name, per_cta = f"v{vpt}h", 1
     if rows % per_cta:
         raise ValueError(f"rows={rows} is not a multiple of the {per_cta} rows a CTA")
     return "_" + name, row_block(cols, 4 * vpt, 1024), rows // per_cta
 
 
-# One entry per version: how its block and grid follow the shape.
+class LaunchPlans(NamedTuple):
+    """How a topic's versions launch: a plan per fixed version, the variants of those that
+    build several, and the arrays each kernel takes before (rows, cols, eps)."""
+
+    topic: str
+    fixed: dict[str, Callable[[Shape], Launch]]
+    variants: dict[str, tuple[str, ...]]  # stem -> the variants its file builds
+    arrays: tuple[str, ...]
+
+    def plan(self, version: Version, shape: Shape) -> tuple[str, int, int | None]:
+        """(entry point, threads a block, blocks or None) of `version` at `shape`: `name`,
+        or `name_vptK` where the file instantiates its kernel for several vector counts a
+        thread, or `name_v<variant>` for one CTA a row (see `block_row_variant`)."""
+        stem = version.stem
+        if stem not in self.fixed and stem not in self.variants:
+            raise KeyError(f"{self.topic}: no launch plan for {stem}; add one to PLANS")
+        try:
+            if stem in self.variants:
+                variant = measured_variant(version)
+                suffix, block, blocks = block_row_variant(variant, shape, self.variants[stem])
+                grid: int | None = blocks
+            else:
+                suffix, block, grid = self.fixed[stem](shape)
+        except ValueError as exc:
+            raise ValueError(f"{version.id}: {exc}") from exc
+        return version.name + suffix, block, grid
+
+    def launch(self, module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
+        entry, block, grid = self.plan(version, shape)
+        function = kernel(module, entry)
+        if grid is None:
+            grid = resident_grid(function, block, shape["rows"])
+        scalars = (np.int32(shape["rows"]), np.int32(shape["cols"]), np.float32(EPS))
+        function((grid,), (block,), (*(arrays[k] for k in self.arrays), *scalars))
+
+
+# One entry per fixed version: how its block and grid follow the shape.
 PLANS: dict[str, Callable[[Shape], Launch]] = {
     "01_thread_per_row": _fixed(128, rows_per_block=128),
     "02_block_per_row": _fixed(256),
@@ -167,61 +208,46 @@ PLANS: dict[str, Callable[[Shape], Launch]] = {
     "07_persistent": persistent(4, 4, 8),
     "08_persistent_bf16": persistent(8, 2, 4),
 }
-BLOCK_ROW = ("09_block_row",)  # one CTA a row; the variant comes from `measured_variant`
-
-
-def plan(version: Version, shape: Shape) -> tuple[str, int, int | None]:
-    """(entry point, threads a block, blocks or None) of `version` at `shape`.
-
-    The entry point of `NN_name.cu` is `name`, or `name_vptK` where the file
-    instantiates its kernel for several vector counts a thread.
-    """
-    if version.stem not in PLANS and version.stem not in BLOCK_ROW:
-        raise KeyError(f"layernorm: no launch plan for {version.stem}; add one to PLANS")
-    try:
-        if version.stem in BLOCK_ROW:
-            suffix, block, blocks = block_row_variant(measured_variant(version), shape)
-            grid: int | None = blocks
-        else:
-            suffix, block, grid = PLANS[version.stem](shape)
-    except ValueError as exc:
-        raise ValueError(f"{version.id}: {exc}") from exc
-    return version.name + suffix, block, grid
-
-
-def _launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
-    entry, block, grid = plan(version, shape)
-    function = kernel(module, entry)
-    if grid is None:
-        grid = resident_grid(function, block, shape["rows"])
-    args = (arrays["x"], arrays["gamma"], arrays["beta"], arrays["y"])
-    scalars = (np.int32(shape["rows"]), np.int32(shape["cols"]), np.float32(EPS))
-    function((grid,), (block,), (*args, *scalars))
-
-
-# --- bf16 carried as uint16 -------------------------------------------------------------
+LAUNCHES = LaunchPlans(
+    "layernorm",
+    PLANS,
+    {"09_block_row": BLOCK_ROW_ENTRIES, "10_one_barrier": VPT_ENTRIES},
+    ("x", "gamma", "beta", "y"),
+)
+plan = LAUNCHES.plan
+_launch = LAUNCHES.launch
 
 
 # --- inputs and reference ---------------------------------------------------------------
 
 
-def _normal(rng: Any, size: tuple[int, ...]) -> Any:
+def normal(rng: Any, size: tuple[int, ...]) -> Any:
     import cupy
 
     return cupy.asarray(rng.standard_normal(size, dtype=np.float32))
 
 
-def _inputs_f32(shape: Shape, rng: Any) -> Arrays:
+def x_and_gamma(shape: Shape, rng: Any) -> Arrays:
+    """x of N(0, 1) (plus the shape's `mean`, if any) and gamma = 1 + 0.25 N(0, 1)."""
     rows, cols = shape["rows"], shape["cols"]
-    x = _normal(rng, (rows, cols))
+    x = normal(rng, (rows, cols))
     x += np.float32(shape.get("mean", 0))
-    gamma = _normal(rng, (cols,)) * np.float32(GAMMA_SPREAD) + np.float32(1)
-    beta = _normal(rng, (cols,)) * np.float32(BETA_SPREAD)
-    return {"x": x, "gamma": gamma, "beta": beta}
+    gamma = normal(rng, (cols,)) * np.float32(GAMMA_SPREAD) + np.float32(1)
+    return {"x": x, "gamma": gamma}
 
 
-def _inputs_bf16(shape: Shape, rng: Any) -> Arrays:
-    return {name: to_bf16_bits(a) for name, a in _inputs_f32(shape, rng).items()}
+def _inputs_f32(shape: Shape, rng: Any) -> Arrays:
+    inputs = x_and_gamma(shape, rng)
+    inputs["beta"] = normal(rng, (shape["cols"],)) * np.float32(BETA_SPREAD)
+    return inputs
+
+
+def in_bf16(make: Callable[[Shape, Any], Arrays]) -> Callable[[Shape, Any], Arrays]:
+    """The input maker `make`, every array rounded to bf16 and carried as uint16."""
+    return lambda shape, rng: {name: to_bf16_bits(a) for name, a in make(shape, rng).items()}
+
+
+_inputs_bf16 = in_bf16(_inputs_f32)
 
 
 def layer_norm64(x: Any, gamma: Any, beta: Any) -> Any:
@@ -244,33 +270,47 @@ def _reference_bf16(inputs64: Arrays, shape: Shape) -> Arrays:
     return {"y": layer_norm64(x, gamma, beta)}
 
 
-def _out(dtype: str) -> dict[str, OutputSpec]:
+def out_y(dtype: str) -> dict[str, OutputSpec]:
     return {"y": OutputSpec(shape=lambda s: (s["rows"], s["cols"]), dtype=dtype)}
 
 
 # --- the library baselines: eager and compiled PyTorch ------------------------------------
 
 
-def _torch_layer_norm(compiled: bool) -> Callable[[Arrays, Shape], Callable[[], None]]:
-    def make(inputs: Arrays, shape: Shape) -> Callable[[], None]:
-        import torch.nn.functional as F
+def torch_candidates(
+    key: str, label: str, op: Callable[[], Callable[..., Any]], arrays: tuple[str, ...]
+) -> tuple[LibraryBaseline, LibraryBaseline]:
+    """`label` eager and under torch.compile; `op()` gives the function `f(x, cols, *rest)`
+    that calls it, with `rest` the other `arrays` after x."""
 
-        def layer_norm(x: Any, cols: int, gamma: Any, beta: Any) -> Any:
-            return F.layer_norm(x, (cols,), weight=gamma, bias=beta, eps=EPS)
+    def make(compiled: bool) -> Callable[[Arrays, Shape], Callable[[], None]]:
+        def baseline(inputs: Arrays, shape: Shape) -> Callable[[], None]:
+            # One compiled function for the run, per key (the first one made); each shape and
+            # dtype compiles once, statically, on its first call in `warmed`.
+            fn = kit.compiled(key, op()) if compiled else op()
+            x, *rest = (torch_view(inputs[k]) for k in arrays)
+            cols = shape["cols"]
+            return kit.warmed(on_cupy_stream(lambda: fn(x, cols, *rest)))
 
-        # One compiled function for the run (the first closure: it holds only F); each
-        # shape and dtype compiles once, statically, on its first call in `warmed`.
-        op = kit.compiled("layernorm", layer_norm) if compiled else layer_norm
-        x, gamma, beta = (torch_view(inputs[k]) for k in ("x", "gamma", "beta"))
-        cols = shape["cols"]
-        return kit.warmed(on_cupy_stream(lambda: op(x, cols, gamma, beta)))
+        return baseline
 
-    return make
+    return (
+        LibraryBaseline(name=label, make=make(compiled=False)),
+        LibraryBaseline(name=f"torch.compile({label})", make=make(compiled=True)),
+    )
 
 
-TORCH_LAYER_NORM = (
-    LibraryBaseline(name="F.layer_norm", make=_torch_layer_norm(compiled=False)),
-    LibraryBaseline(name="torch.compile(F.layer_norm)", make=_torch_layer_norm(compiled=True)),
+def _layer_norm() -> Callable[..., Any]:
+    import torch.nn.functional as F
+
+    def layer_norm(x: Any, cols: int, gamma: Any, beta: Any) -> Any:
+        return F.layer_norm(x, (cols,), weight=gamma, bias=beta, eps=EPS)
+
+    return layer_norm
+
+
+TORCH_LAYER_NORM = torch_candidates(
+    "layernorm", "F.layer_norm", _layer_norm, ("x", "gamma", "beta")
 )
 
 
@@ -320,9 +360,9 @@ SUITE = Suite(
     benchmarks=[
         Benchmark(
             name="layernorm",
-            match="0[1-79]_*",
+            match="[01][0-79]_*",
             inputs=_inputs_f32,
-            outputs=_out("float32"),
+            outputs=out_y("float32"),
             reference=_reference_f32,
             launch=_launch,
             flops=flops,
@@ -339,7 +379,7 @@ SUITE = Suite(
             name="layernorm_bf16",
             match="*_bf16",
             inputs=_inputs_bf16,
-            outputs=_out("uint16"),
+            outputs=out_y("uint16"),
             reference=_reference_bf16,
             launch=_launch,
             flops=flops,

@@ -33,11 +33,13 @@ EXPECTED = {
         "07_persistent": "layernorm",
         "08_persistent_bf16": "layernorm_bf16",
         "09_block_row": "layernorm",
+        "10_one_barrier": "layernorm",
     },
     "rmsnorm": {
         "01_persistent": "rmsnorm",
         "02_persistent_bf16": "rmsnorm_bf16",
         "03_block_row": "rmsnorm",
+        "04_full_occupancy": "rmsnorm",
     },
 }
 STEMS = [(topic, stem) for topic, stems in EXPECTED.items() for stem in stems]
@@ -71,7 +73,7 @@ def test_layernorm_shapes_sweep_and_large_mean(suites: dict) -> None:
     assert all(s["rows"] * s["cols"] == 1 << 27 for s in sweep)  # 512 MiB fp32, 256 MiB bf16
     assert [dict(s) for s in fp32.shapes] == [*sweep, {**HEADLINE, "mean": 1000}]
     assert dict(fp32.headline) == dict(bf16.headline) == HEADLINE
-    assert len(plan_cases([loaded])) == 8 * 6 + 1 * 5
+    assert len(plan_cases([loaded])) == 9 * 6 + 1 * 5
 
 
 def test_rmsnorm_shapes(suites: dict) -> None:
@@ -248,6 +250,30 @@ def welford_sequential(x: np.ndarray) -> np.ndarray:
     return _normalize(x, mean, m2 / F32(x.shape[1]))
 
 
+def one_barrier(x: np.ndarray, vpt: int = 2) -> np.ndarray:
+    """10: each warp's mean and M2 about it (a two-pass inside the warp), then Chan's combine
+    of the warps' (mean, M2) for equal counts; thread t holds float4 number k*T + t, k < vpt."""
+    rows, cols = x.shape
+    threads = cols // (4 * vpt)
+    per_warp = F32(32 * 4 * vpt)
+    v = x.reshape(rows, vpt, threads, 4)
+    s = np.zeros((rows, threads), F32)
+    for k in range(vpt):
+        s = s + ((v[:, k, :, 0] + v[:, k, :, 1]) + (v[:, k, :, 2] + v[:, k, :, 3]))
+    warp_mean = _tree(s.reshape(rows, threads // 32, 32)) * (F32(1) / per_warp)
+    d = v - np.repeat(warp_mean, 32, axis=1)[:, None, :, None]
+    q = np.zeros((rows, threads), F32)
+    for k in range(vpt):
+        sq = d[:, k] * d[:, k]
+        q = q + ((sq[..., 0] + sq[..., 1]) + (sq[..., 2] + sq[..., 3]))
+    warp_m2 = _tree(q.reshape(rows, threads // 32, 32))
+    warps = threads // 32
+    mean = _tree(warp_mean) / F32(warps)
+    dm = warp_mean - mean[:, None]
+    m2 = _tree(warp_m2 + per_warp * dm * dm)
+    return _normalize(x, mean, m2 / F32(cols))
+
+
 def _rel_err(y: np.ndarray, x: np.ndarray) -> float:
     x64 = x.astype(np.float64)
     d = x64 - x64.mean(axis=1, keepdims=True)
@@ -279,6 +305,9 @@ def test_naive_variance_loses_digits_at_a_large_mean(suites: dict, rows_at: dict
     assert naive > 300 * stable
     assert sequential < tolerance / 10, sequential  # 01 is slow, not wrong
     assert _rel_err(welford_sequential(x), x) < 1e-3  # also stable, at a divide an element
+    one = _rel_err(one_barrier(x), x)  # 10: stable with one barrier
+    assert one < 1e-4 and naive > 300 * one, one
+    assert _rel_err(one_barrier(rows_at[0]), rows_at[0]) < 1e-6
 
 
 def test_variance_error_grows_with_the_square_of_the_mean() -> None:
@@ -366,20 +395,49 @@ def test_large_mean_separates_05_from_06_on_the_device(suites: dict) -> None:
     assert naive > 100 * stable and naive < loaded.suite.benchmarks[0].tolerance
 
 
-@pytest.mark.parametrize("topic", sorted(EXPECTED))
-def test_every_block_row_variant_covers_every_shape(suites: dict, topic: str) -> None:
+VARIANT_STEMS = [
+    ("layernorm", "09_block_row"),
+    ("layernorm", "10_one_barrier"),
+    ("rmsnorm", "03_block_row"),
+    ("rmsnorm", "04_full_occupancy"),
+]
+
+
+@pytest.mark.parametrize(("topic", "stem"), VARIANT_STEMS)
+def test_every_block_row_variant_covers_every_shape(suites: dict, topic: str, stem: str) -> None:
     """The one-CTA-a-row versions build several variants; each launch covers the tensor once."""
     loaded, module = suites[topic]
-    stem = next(s for s in EXPECTED[topic] if "block_row" in s)
     version = version_named(loaded, stem)
+    variants = module.LAUNCHES.variants[stem]
     entries = set(KERNEL_ENTRY.findall(version.source))
-    assert {f"{version.name}_{v}" for v in module.BLOCK_ROW_ENTRIES} == entries
-    assert module.measured_variant(version) in module.BLOCK_ROW_ENTRIES
-    for variant in module.BLOCK_ROW_ENTRIES:
+    assert {f"{version.name}_{v}" for v in variants} == entries
+    assert module.measured_variant(version) in variants
+    for variant in variants:
         for shape in loaded.claims[stem].shapes:
-            suffix, block, blocks = module.block_row_variant(variant, shape)
+            suffix, block, blocks = module.block_row_variant(variant, shape, variants)
+            assert suffix[1:] in variants
             m = re.fullmatch(r"_v(\d+)[a-z]*(?:_r(\d+))?", suffix)
             assert m, suffix
             vpt, per_cta = int(m[1]), int(m[2] or 1)
             assert block * vpt * 4 == shape["cols"] and block <= 1024
             assert blocks * per_cta == shape["rows"]
+
+
+def test_the_variants_are_chosen_per_version(suites: dict) -> None:
+    """A comparison run overrides one version's variant by its id, and only that version's."""
+    loaded, module = suites["layernorm"]
+    ten, nine = version_named(loaded, "10_one_barrier"), version_named(loaded, "09_block_row")
+    assert module.plan(ten, HEADLINE) == ("one_barrier_v2", 512, 32768)
+    module.VARIANT[ten.id] = "v4"
+    try:
+        assert module.plan(ten, HEADLINE) == ("one_barrier_v4", 256, 32768)
+        assert module.plan(nine, HEADLINE) == ("block_row_v4", 256, 32768)
+    finally:
+        del module.VARIANT[ten.id]
+    rms, rms_module = suites["rmsnorm"]
+    wide = {"rows": 8192, "cols": 16384}
+    assert rms_module.plan(version_named(rms, "04_full_occupancy"), wide) == (
+        "full_occupancy_v4",
+        1024,
+        8192,
+    )
