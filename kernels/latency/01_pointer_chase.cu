@@ -1,11 +1,14 @@
 // 01 pointer chase: load-to-use latency of each memory level, one dependent load at a time
 //
-// Idea: a load whose address is the value of the previous load cannot start before that one
-// returns, so a chain of them runs at exactly one memory latency per step. The suite builds
+// Idea: a load whose address comes from the value of the previous load cannot start before
+// that one returns, so a chain of them runs at one memory latency per step. The suite builds
 // one random cyclic permutation over the slots of a working set of `kib` KiB, one slot per
 // 128-byte line (the L1 line; the L2 works in 32-byte sectors of it), each slot holding the
-// address of the next; a random order defeats the prefetchers and spreads the lines over
-// every L2 slice and DRAM bank. Loads are plain weak ld.global (LDG.E.64, cached in L1 and L2,
+// byte offset of the next from the start of the buffer; a random order defeats the
+// prefetchers and spreads the lines over every L2 slice and DRAM bank. Offsets, not
+// addresses: the chain means the same wherever its values are copied (the harness re-checks
+// with fresh values written into the same buffer), at the price of a 64-bit add (two
+// dependent IADD3, a few cycles) before each load, which every figure includes. Loads are plain weak ld.global (LDG.E.64, cached in L1 and L2,
 // the default on sm_90); ld.global.ca compiles to LDG.E.64.STRONG.SM, an ordering this chase
 // does not need.
 // CHASERS = 128 one-thread blocks run the chase at once, each from its own starting point
@@ -25,19 +28,19 @@
 //
 // Expected bound: latency. Time = steps x latency, steps = 32768 (launch cost ~5 us
 // against >= 0.5 ms).
-// Estimates at 1.98 GHz (not yet measured here): L1 ~ 35 cycles (~18 ns) up to ~192 KiB;
+// Estimates at 1.98 GHz: L1 ~ 35-45 cycles (~18-23 ns, the load and the add) up to ~192 KiB;
 // L2 ~ 250-300 cycles (~130-150 ns) up to some 30-50 MB; HBM ~ 500-700 ns with TLB misses
 // at 1 GiB. The figures are ns_per_item and cycles_per_item.
 //
 // Size constraints: kib * 1024 a multiple of 128 bytes (one slot per line); offsets fit 64
-// bits; steps >= 1. Registers (nvcc 13.0, sm_90a, -Xptxas -v): 13 per thread, no spills,
+// bits; steps >= 1. Registers (nvcc 13.0, sm_90a, -Xptxas -v): 15 per thread, no spills,
 // no shared memory.
 
 constexpr int CHASERS = 128;  // one-thread blocks, as CHASERS in suite.py
 static_assert(CHASERS <= 132, "no more chasers than an H200 has SMs");
 
-// next: the working set; the first 8 bytes of every 128-byte slot hold the address of the
-// next slot. starts, out: byte offsets from `next`, one per chaser.
+// next: the working set; the first 8 bytes of every 128-byte slot hold the byte offset of the
+// next slot from `next`. starts, out: byte offsets from `next`, one per chaser.
 extern "C" __global__ void __launch_bounds__(1)
 pointer_chase(const unsigned long long* __restrict__ next,
               const unsigned long long* __restrict__ starts, unsigned long long* __restrict__ out,
@@ -45,10 +48,15 @@ pointer_chase(const unsigned long long* __restrict__ next,
     const int c = blockIdx.x;
     if (c >= CHASERS) return;
     const unsigned long long base = reinterpret_cast<unsigned long long>(next);
-    unsigned long long p = base + starts[c];
+    unsigned long long offset = starts[c];
 #pragma unroll 4
     for (int i = 0; i < steps; ++i) {
-        asm volatile("ld.global.u64 %0, [%0];\n" : "+l"(p)::"memory");
+        // the address is base + offset: one 64-bit add (two dependent IADD3) before each load
+        asm volatile(
+            "{\n\t.reg .u64 a;\n\tadd.u64 a, %1, %0;\n\tld.global.u64 %0, [a];\n\t}\n"
+            : "+l"(offset)
+            : "l"(base)
+            : "memory");
     }
-    out[c] = p - base;
+    out[c] = offset;
 }

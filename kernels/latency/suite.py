@@ -1,7 +1,10 @@
 """Pointer-chase latency over a working-set sweep: L1, L2 and HBM plateaus in ns and cycles.
 
-One random cyclic permutation of 128-byte slots per working set; 128 one-thread chasers walk
-it from evenly spaced starting points, one dependent load per step. The L2 is not flushed
+One random cyclic permutation of 128-byte slots per working set, each slot holding the byte
+offset of the next from the buffer's start; 128 one-thread chasers walk it from evenly spaced
+starting points, one add and one dependent load per step. Offsets, not device addresses: the
+harness's re-check writes fresh values into the same buffer, and the chain must mean the same
+there (addresses would point into the buffer the fresh values were made in). The L2 is not flushed
 between repetitions (a warm cache is what a plateau measures); the chasers together touch
 enough lines per launch that working sets beyond the L2 are read from HBM every time.
 CuPy is imported inside the functions: this module is imported without a GPU.
@@ -49,12 +52,6 @@ def start_positions(n_slots: int) -> list[int]:
     return [c * n_slots // CHASERS for c in range(CHASERS)]
 
 
-def address(a: Any) -> int:
-    """Where an array's data starts: a device pointer for CuPy (a host one for NumPy)."""
-    data = a.data
-    return int(data.ptr) if hasattr(data, "ptr") else int(a.ctypes.data)
-
-
 def walk_end(order: Any, n_slots: int, steps: int, xp: Any) -> Any:
     """Byte offset of the slot each chaser reaches after `steps` loads."""
     pos = xp.asarray(start_positions(n_slots), dtype=xp.int64)
@@ -68,9 +65,8 @@ def _inputs(shape: Shape, rng: Any) -> Arrays:
     order = cupy.argsort(rng.random(n)).astype(cupy.int64)  # a random cycle through all slots
     nxt = cupy.zeros(n * WORDS_PER_SLOT, dtype=cupy.uint64)
     follow = chain(order, cupy)
-    # Absolute device addresses: each chase step is one load and nothing else.
-    base = cupy.uint64(address(nxt))
-    nxt[cupy.arange(n, dtype=cupy.int64) * WORDS_PER_SLOT] = base + follow.astype(
+    # Byte offsets of the next slot, valid in any buffer these values are copied into.
+    nxt[cupy.arange(n, dtype=cupy.int64) * WORDS_PER_SLOT] = follow.astype(
         cupy.uint64
     ) * cupy.uint64(SLOT)
     pos = cupy.asarray(start_positions(n), dtype=cupy.int64)

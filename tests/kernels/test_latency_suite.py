@@ -76,18 +76,30 @@ def test_numpy_walk_of_the_inputs_ends_at_the_reference(
     bench = loaded.claims["01_pointer_chase"]
     shape = {"kib": kib}
     inputs, ref = inputs_and_reference(bench, shape)
-    nxt, base = inputs["next"], suite.address(inputs["next"])
-    # Only the first word of each 128-byte slot is a pointer, and it points at a slot.
+    nxt = inputs["next"]
+    # Only the first word of each 128-byte slot is an offset, and it points at a slot.
     slots = nxt.reshape(-1, 16)
     assert (slots[:, 1:] == 0).all()
-    offsets = slots[:, 0].astype(np.int64) - base
+    offsets = slots[:, 0].astype(np.int64)
     assert ((offsets % 128) == 0).all() and offsets.min() >= 0
     assert offsets.max() < kib * 1024
     off = inputs["starts"].astype(np.int64)
     assert len(set(off.tolist())) == min(128, kib * 8)  # distinct starts while slots allow
     for _ in range(suite.STEPS):
-        off = nxt[off // 8].astype(np.int64) - base
+        off = nxt[off // 8].astype(np.int64)
     np.testing.assert_array_equal(off.astype(np.float64), ref["out"])
+
+
+def test_the_chain_holds_no_addresses(loaded: LoadedSuite) -> None:
+    """The re-check copies fresh values into the checked buffer: values that named their own
+    buffer (device addresses) would send the chase into another one. Made twice, in two
+    buffers, the inputs are the same bits."""
+    bench = loaded.claims["01_pointer_chase"]
+    first, _ = inputs_and_reference(bench, {"kib": 64}, seed=5)
+    second, _ = inputs_and_reference(bench, {"kib": 64}, seed=5)
+    assert first["next"].ctypes.data != second["next"].ctypes.data
+    for name in first:
+        np.testing.assert_array_equal(first[name], second[name])
 
 
 def test_slots_must_be_whole(suite: ModuleType) -> None:
