@@ -5,8 +5,11 @@ with cudaMemcpyAsync and run the same kernel (2048 FMAs an element) on it,
 chunk by chunk. `01_serial` queues everything on the harness's stream;
 `02_overlapped` puts chunk c on side stream c mod 4, joined to the harness's
 stream with events at both ends so the harness's timing covers all of it.
-The pinned host copy of x and the device buffer are made once per case (the
-first launch, which is the harness's check) and kept for the timed launches.
+x itself lives in pinned host memory: the input maker returns it as a NumPy
+array over a pinned buffer, so the harness's re-check, which writes fresh values
+into the same input buffers, changes what the next launch copies. No launch keeps
+a host copy of its own; the device buffer the copies fill is scratch, made once
+per run and NaN-filled, and every launch overwrites all of it before reading it.
 CuPy is imported inside functions only.
 """
 
@@ -45,44 +48,51 @@ def chunk_bounds(n: int, chunks: int) -> list[tuple[int, int]]:
     return [(c * size, (c + 1) * size) for c in range(chunks)]
 
 
-def _inputs(shape: Shape, rng: Any) -> Arrays:
+def pinned_like(x: Any) -> Any:
+    """A NumPy float32 array over page-locked host memory holding x's values (x on the device)."""
     import cupy
+    import numpy
 
-    return {"x": rng.random(N, dtype=cupy.float32)}
+    n = int(x.size)
+    host = numpy.frombuffer(cupy.cuda.alloc_pinned_memory(4 * n), dtype=numpy.float32, count=n)
+    host[...] = x.get()  # the array keeps its pinned buffer alive
+    return host
+
+
+def _inputs(shape: Shape, rng: Any) -> Arrays:
+    import numpy
+
+    return {"x": pinned_like(rng.random(N, dtype=numpy.float32))}
 
 
 def _reference(x64: Arrays, shape: Shape) -> Arrays:
-    return {"out": expected(x64["x"])}
+    import cupy
+
+    return {"out": cupy.asarray(expected(x64["x"]))}  # x64 is on the host, like x
 
 
 class _Staged:
-    """x in pinned host memory, and the device buffer the copies fill."""
+    """The host address of x and the device buffer the copies fill."""
 
-    def __init__(self, x: Any) -> None:
-        import cupy
-        import numpy
-
-        self.x = x  # kept alive: the identity check below relies on it
-        n = int(x.size)
-        self.nbytes = n * 4
-        self.pinned = cupy.cuda.alloc_pinned_memory(self.nbytes)
-        host = numpy.frombuffer(self.pinned, dtype=numpy.float32, count=n)
-        cupy.cuda.get_current_stream().synchronize()
-        host[...] = x.get()
-        self.host_ptr = self.pinned.ptr
-        self.dev = cupy.empty(n, dtype=cupy.float32)
-        self.dev.fill(float("nan"))  # a chunk never copied computes NaN: the check sees it
-        cupy.cuda.get_current_stream().synchronize()
+    def __init__(self, host_ptr: int, dev: Any) -> None:
+        self.host_ptr = host_ptr
+        self.dev = dev
 
 
-_staged: list[_Staged] = []  # at most one: the current case's
+_scratch: list[Any] = []  # the device buffer, made once
 
 
 def _staging(x: Any) -> _Staged:
-    if not _staged or _staged[0].x is not x:
-        _staged.clear()  # free the previous case's pinned and device buffers first
-        _staged.append(_Staged(x))
-    return _staged[0]
+    """x's own pinned buffer as the source, nothing copied from it ahead of time."""
+    import cupy
+
+    if x.dtype != "float32" or int(x.size) != N or not x.flags.c_contiguous:
+        raise ValueError(f"x must be {N} contiguous float32 values in host memory")
+    if not _scratch:
+        dev = cupy.empty(N, dtype=cupy.float32)
+        dev.fill(float("nan"))  # a chunk never copied computes NaN on the first launch
+        _scratch.append(dev)
+    return _Staged(int(x.ctypes.data), _scratch[0])
 
 
 def _copy(st: _Staged, begin: int, end: int, stream: Any) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import version_named
+from mb_suite_shim import numpy_as_cupy
 from microbench_checks import (
     KERNELS,
     assert_header,
@@ -60,7 +61,8 @@ def test_reference_matches_an_fp32_replay(module: ModuleType, loaded: LoadedSuit
     for _ in range(module.ITERS):
         y = (y.astype(np.float64) * np.float32(module.A) + np.float32(module.B)).astype(np.float32)
     assert float(np.float32(module.A)) == module.A and float(np.float32(module.B)) == module.B
-    ref = module._reference({"x": x.astype(np.float64)}, {"chunks": 1})["out"]
+    with numpy_as_cupy():
+        ref = module._reference({"x": x.astype(np.float64)}, {"chunks": 1})["out"]
     rel = np.linalg.norm(y - ref) / np.linalg.norm(ref)
     assert rel < loaded.claims["01_serial"].tolerance / 10
 
@@ -81,6 +83,7 @@ class _Log:
     def __init__(self) -> None:
         self.ops: list[tuple[str, ...]] = []
         self.current = "current"
+        self.host = 0  # copies are logged at their offset from this host address
 
 
 class _FakeCupy:
@@ -131,7 +134,7 @@ class _FakeCupy:
 
         def memcpy_async(dst: int, src: int, size: int, kind: int, stream: int) -> None:
             name = "current" if stream == 0 else f"side{stream}"
-            log_.ops.append((name, "copy", str(src - Pinned.ptr), str(size)))
+            log_.ops.append((name, "copy", str(src - log_.host), str(size)))
 
         class Dev:
             def __init__(self, n: int) -> None:
@@ -164,11 +167,11 @@ class _Module:
         return launch
 
 
-class _X:
-    size = 1 << 24
-
-    def get(self) -> np.ndarray:
-        return np.zeros(self.size, dtype=np.float32)
+def _x(log: _Log) -> np.ndarray:
+    """x as the input maker gives it, a host array (here not pinned); copies logged from it."""
+    x = np.zeros(1 << 24, dtype=np.float32)
+    log.host = x.ctypes.data
+    return x
 
 
 @pytest.fixture
@@ -177,7 +180,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, module: ModuleType) -> _Log:
     monkeypatch.setitem(sys.modules, "cupy", _FakeCupy(log))
     monkeypatch.setattr(module, "_side", [])
     monkeypatch.setattr(module, "_fork", [])
-    monkeypatch.setattr(module, "_staged", [])
+    monkeypatch.setattr(module, "_scratch", [])
     return log
 
 
@@ -185,7 +188,7 @@ def test_serial_queues_everything_on_the_current_stream(
     fake: _Log, module: ModuleType, loaded: LoadedSuite
 ) -> None:
     version = version_named(loaded, "01_serial")
-    module._launch_serial(_Module(fake), version, {"chunks": 4}, {"x": _X(), "out": "O"})
+    module._launch_serial(_Module(fake), version, {"chunks": 4}, {"x": _x(fake), "out": "O"})
     size = (1 << 24) // 4
     want = []
     for c in range(4):
@@ -194,12 +197,44 @@ def test_serial_queues_everything_on_the_current_stream(
     assert fake.ops == want
 
 
+@pytest.mark.parametrize("stem", STEMS)
+def test_every_launch_copies_from_the_input_it_is_given(
+    fake: _Log, module: ModuleType, loaded: LoadedSuite, stem: str
+) -> None:
+    """No host copy kept across launches: the harness's re-check writes fresh values into the
+    input, so each launch must read the input's own buffer, whatever an earlier launch read."""
+    version = version_named(loaded, stem)
+    launch = module._launch_serial if stem == "01_serial" else module._launch_overlapped
+    for _ in range(2):
+        fake.ops.clear()
+        x = _x(fake)  # a new buffer each launch
+        launch(_Module(fake), version, {"chunks": 2}, {"x": x, "out": "O"})
+        copies = sorted(int(op[2]) for op in fake.ops if op[1] == "copy")
+        assert copies == [0, 4 * (1 << 23)]
+    with pytest.raises(ValueError, match="float32"):
+        launch(_Module(fake), version, {"chunks": 2}, {"x": x[:-1], "out": "O"})
+
+
+def test_reference_is_on_the_device_side(
+    module: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """x64 arrives on the host (x is host memory); the reference goes where the outputs are."""
+    moved = []
+    monkeypatch.setitem(
+        sys.modules, "cupy", SimpleNamespace(asarray=lambda a: moved.append(a) or a)
+    )
+    x = np.linspace(0, 1, 8)
+    out = module._reference({"x": x}, {"chunks": 1})["out"]
+    assert len(moved) == 1 and out is moved[0]
+    np.testing.assert_allclose(out, module.expected(x))
+
+
 @pytest.mark.parametrize("chunks", [1, 2, 8])
 def test_overlapped_forks_and_joins(
     fake: _Log, module: ModuleType, loaded: LoadedSuite, chunks: int
 ) -> None:
     version = version_named(loaded, "02_overlapped")
-    x = _X()
+    x = _x(fake)
     for _ in range(2):  # the second launch reuses the streams, events and staging
         fake.ops.clear()
         module._launch_overlapped(_Module(fake), version, {"chunks": chunks}, {"x": x, "out": "O"})
@@ -221,7 +256,7 @@ def test_overlapped_forks_and_joins(
         for k, s in enumerate(sides):
             rec, wait = tail[2 * k], tail[2 * k + 1]
             assert rec[:2] == (s, "record") and wait == ("current", "wait", rec[2])
-    assert len(module._side) == 4 and len(module._staged) == 1
+    assert len(module._side) == 4 and len(module._scratch) == 1
 
 
 @pytest.mark.parametrize("stem", STEMS)
