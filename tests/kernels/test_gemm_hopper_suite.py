@@ -1,0 +1,72 @@
+"""The Hopper GEMM suite, checked without a GPU (nvcc where installed).
+
+What is checked: each version's geometry read from its source, and that the entry named in the
+suite is the one the source defines; every shape against each version's size multiples; the
+persistent grid (never more CTAs than tiles, nor than the clusters that fit, and whole
+clusters); the shared-memory budget; and, where nvcc is installed, a compile without spills.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import suite_module
+
+from curriculum.bench.api import discover_versions
+
+TOPIC_DIR = Path(__file__).resolve().parents[2] / "kernels" / "gemm_hopper"
+hop = suite_module("gemm_hopper")
+VERSIONS = discover_versions(TOPIC_DIR)
+
+
+def test_every_version_has_an_entry_its_source_defines() -> None:
+    assert {v.stem for v in VERSIONS} == set(hop.ENTRIES)
+    for v in VERSIONS:
+        assert f"\n{hop.ENTRIES[v.stem]}(" in v.source
+
+
+def test_geometry_is_read_from_the_source() -> None:
+    by_stem = {v.stem: hop.geometry(v.stem, v.source) for v in VERSIONS}
+    assert by_stem["01_tma_store"].cluster == 1
+    assert by_stem["02_cluster_multicast"].cluster == 2
+    for g in by_stem.values():
+        assert (g.bm, g.bn, g.bk, g.threads) == (128, 256, 64, 384)
+        assert g.smem <= 227 * 1024
+
+
+def test_geometry_refuses_a_source_without_its_constants() -> None:
+    with pytest.raises(ValueError, match="CLUSTER"):
+        hop.geometry("01_tma_store", "constexpr int BM = 128;\n")
+
+
+def test_every_shape_fits_every_version() -> None:
+    for v in VERSIONS:
+        g = hop.geometry(v.stem, v.source)
+        for shape in hop.SHAPES:
+            assert g.accepts(shape), (v.stem, shape)
+    g2 = hop.geometry("02_cluster_multicast", VERSIONS[1].source)
+    assert not g2.accepts({"m": 128 * 3, "n": 256, "k": 64})  # an odd number of tile rows
+
+
+def test_persistent_grid_is_whole_clusters_within_what_fits() -> None:
+    g = hop.geometry("02_cluster_multicast", VERSIONS[1].source)
+    assert g.grid(4096, 4096, clusters_at_once=66) == 132
+    assert g.grid(1024, 1024, clusters_at_once=66) == 32  # 8 x 4 tiles, 16 clusters
+    assert g.grid(8192, 8192, clusters_at_once=65) == 130
+    for m, n in ((1024, 1024), (2048, 2048), (8192, 6144)):
+        assert g.grid(m, n, 66) % g.cluster == 0
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_compiles_for_hopper_without_spills(tmp_path: Path) -> None:
+    for v in VERSIONS:
+        run = subprocess.run(
+            ["nvcc", "-gencode", "arch=compute_90a,code=sm_90a", "--resource-usage", "-c",
+             str(v.path), "-o", str(tmp_path / f"{v.stem}.o")],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        assert "0 bytes spill stores" in run.stderr and "serialized" not in run.stderr
