@@ -6,7 +6,8 @@ One benchmark per weight format, since each reads different bytes:
 - `gemv_w4a16`: W as 4-bit integers, 8 to a 32-bit word, one bf16 scale per row and per
   group of 128 along K (`02_w4a16`), the words tiled in the order the kernel streams them
   (`tile_w4a16`: a quantised model is packed offline once, so the layout is free to choose);
-- `gemv_fp8`: W in FP8 E4M3, one fp32 scale a row (`03_fp8_e4m3`);
+- `gemv_fp8`: W in FP8 E4M3, one fp32 scale a row (`03_fp8_e4m3`; `08_ksplit_fp8_e4m3`
+  splits K four ways at batch 1);
 - `gemv_nvfp4`: W in NVFP4, E2M1 codes two to a byte with one E4M3 scale per 16 values and one
   fp32 tensor scale (`04_nvfp4`), batch 1 only; the format is `curriculum.microscaling`'s.
 
@@ -93,6 +94,14 @@ FORMATS: dict[str, Format] = {
         wave_blocks_per_sm=7,
     ),
     "06_prefetch_fp8_e4m3": Format(("w8", "scale"), 128),
+    # 03 with 02's batch-1 split: a 16-row tile a block, four warps over K (no two-tile blocks)
+    "08_ksplit_fp8_e4m3": Format(
+        ("w8", "scale"),
+        512,
+        rows_at_batch_1=16,
+        threads_at_batch_1=128,
+        wave_blocks_per_sm=7,  # 28 warps an SM at 72 registers (08's __launch_bounds__)
+    ),
     # 02's batch-1 work layout and grid (a 16-row tile, four warps over K, two tiles a block first)
     "04_nvfp4": Format(
         ("wq", "scales", "tscale"),

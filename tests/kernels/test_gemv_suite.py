@@ -27,6 +27,7 @@ EXPECTED = {
     "04_nvfp4": "gemv_nvfp4",
     "05_prefetch_w4a16": "gemv_w4a16",
     "06_prefetch_fp8_e4m3": "gemv_fp8",
+    "08_ksplit_fp8_e4m3": "gemv_fp8",
 }
 BATCH_1_ONLY = {"gemv_nvfp4"}  # benchmarks that sweep batch 1 alone
 HEADLINE = {"batch": 1, "k": 8192, "n": 28672}
@@ -96,6 +97,12 @@ def test_launch_refuses_shapes_that_do_not_fit(loaded: LoadedSuite, suite: Modul
     assert suite.plan(w4, {"batch": 4, "k": 8192, "n": 28672}, H200_SMS)[1:] == (896, 64)
     fp8 = version_named(loaded, "03_fp8_e4m3")
     assert suite.plan(fp8, {"batch": 1, "k": 8192, "n": 28672}, H200_SMS)[1:] == (896, 64)
+    # 08: one 16-row tile a block of four warps at batch 1, K in quarters of whole stages
+    split = version_named(loaded, "08_ksplit_fp8_e4m3")
+    assert suite.plan(split, {"batch": 1, "k": 8192, "n": 28672}, H200_SMS)[1:] == (1792, 128)
+    assert suite.plan(split, {"batch": 4, "k": 8192, "n": 28672}, H200_SMS)[1:] == (896, 64)
+    with pytest.raises(ValueError, match="k=4224 is not a multiple of 512"):
+        suite.plan(split, {"batch": 1, "k": 4224, "n": 28672}, H200_SMS)
     with pytest.raises(ValueError, match="n=28688 is not a multiple of 32"):
         suite.plan(w4, {"batch": 16, "k": 8192, "n": 28688}, H200_SMS)
     with pytest.raises(ValueError, match="batch=3"):
