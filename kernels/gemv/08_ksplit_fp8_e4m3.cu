@@ -17,7 +17,8 @@
 // 0.1 MB of row scales + x + y = 0.235 GB: 52 us at the ~4.5 TB/s read ceiling (estimate).
 // Estimate: 84-87% of read (~60-62 us), a few percent faster than 03 (as 02's split was), the
 // conversion (one cvt for 2 weights, an estimated 28 us of the convert pipe, see 03) unchanged.
-// At K = 4096, N = 14336: 896 blocks, under one wave; expect about 03's time.
+// At K = 4096, N = 14336, 03's 448 two-warp blocks fill under half the warp slots (896 warps
+// of 1848); 08's 896 four-warp blocks fill them: expect clearly faster there, 65-75% of read.
 //
 // Size constraints: K a multiple of 512 (four slices of whole 128-value stages; batch 4 and 16
 // need 128), N a multiple of 32 (16 at batch 1), batch 1..16, every tensor 16-byte aligned;
