@@ -202,6 +202,92 @@ __device__ __forceinline__ float group_weight(const float2* sML, int HB, int h, 
     return m == __int_as_float(0xff800000u) ? 0.0f : fast_exp2(m - big);
 }
 
+// The split merge, once every thread of the CTA has written its split's state (part_ml, part_acc
+// rows row0 .. row0 + HB - 1): each CTA takes a ticket from its (batch, head block) counter; the last
+// `mergers` to finish wait for every split, then each merges 128-dim slices of one head. `scratch`:
+// (MAX_SPLITS + 4 SLICE) floats of shared memory the CTA no longer needs.
+__device__ __forceinline__ void merge_splits(const float2* __restrict__ part_ml, const float* __restrict__ part_acc,
+                                             unsigned short* __restrict__ out, size_t row0, int HB, int splits,
+                                             unsigned* tickets, unsigned* done, float* scratch) {
+    __shared__ unsigned int ticket;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    __threadfence();
+    __syncthreads();
+    const int slices = HB * (DV / SLICE);
+    const int mergers = min(splits, slices);
+    if (threadIdx.x == 0) ticket = take_ticket(tickets);
+    __syncthreads();
+    const int first_merger = splits - mergers;
+    if (static_cast<int>(ticket) < first_merger) return;
+
+    // one of the last `mergers` CTAs: wait for every split, then merge slices j, j + mergers, ...
+    if (threadIdx.x == 0) {
+        while (load_acquire(tickets) < static_cast<unsigned>(splits)) {
+        }
+    }
+    __syncthreads();
+    float* wbuf = scratch;           // [MAX_SPLITS] weights of the slice's head
+    float* red = wbuf + MAX_SPLITS;  // [4][SLICE] partial sums
+    for (int sl = static_cast<int>(ticket) - first_merger; sl < slices; sl += mergers) {
+        const int h = sl / (DV / SLICE), dbase = (sl % (DV / SLICE)) * SLICE;
+        const size_t row = row0 + h;
+        if (warp == 0) {
+            float big = __int_as_float(0xff800000u);
+            for (int s = lane; s < splits; s += 32) big = fmaxf(big, __ldcg(&part_ml[row * splits + s]).x);
+#pragma unroll
+            for (int off = 16; off > 0; off >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, off));
+            float sum = 0.0f;
+            for (int s = lane; s < splits; s += 32) {
+                const float2 ml = __ldcg(&part_ml[row * splits + s]);
+                const float w = fast_exp2(ml.x - big);
+                wbuf[s] = w;
+                sum = fmaf(w, ml.y, sum);
+            }
+#pragma unroll
+            for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+            const float inv = 1.0f / sum;
+            for (int s = lane; s < splits; s += 32) wbuf[s] *= inv;
+        }
+        __syncthreads();
+        if (threadIdx.x < MERGE_THREADS) {
+            // thread (sg, d2): splits sg, sg + 4, ...; dims dbase + 2 d2, + 1
+            const int sg = threadIdx.x / (SLICE / 2), d2 = threadIdx.x % (SLICE / 2);
+            float2 val = make_float2(0.0f, 0.0f);
+            const float* src = part_acc + row * splits * DV + dbase + 2 * d2;
+#pragma unroll 8
+            for (int s = sg; s < splits; s += 4) {
+                const float2 a = __ldcg(reinterpret_cast<const float2*>(src + static_cast<size_t>(s) * DV));
+                const float w = wbuf[s];
+                val.x = fmaf(w, a.x, val.x);
+                val.y = fmaf(w, a.y, val.y);
+            }
+            *reinterpret_cast<float2*>(red + sg * SLICE + 2 * d2) = val;
+        }
+        __syncthreads();
+        if (threadIdx.x < SLICE / 2) {
+            float2 v = make_float2(0.0f, 0.0f);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const float2 u = *reinterpret_cast<const float2*>(red + k * SLICE + 2 * threadIdx.x);
+                v.x += u.x;
+                v.y += u.y;
+            }
+            const unsigned packed = to_bf16(v.x) | (static_cast<unsigned>(to_bf16(v.y)) << 16);
+            reinterpret_cast<unsigned*>(out + row * DV + dbase)[threadIdx.x] = packed;
+        }
+        __syncthreads();
+    }
+    // the last merger to finish puts both counters back to zero for the next launch
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (take_ticket(done) == static_cast<unsigned>(mergers - 1)) {
+            *tickets = 0;
+            *done = 0;
+            __threadfence();
+        }
+    }
+}
+
 // Grid (splits, H / HB, B); block THREADS; dynamic shared memory Carve<MT, STAGES>::BYTES.
 // part_ml[(b * H + h) * splits + s] = (m, l); part_acc[((b * H + h) * splits + s) * DV + d].
 template <int MT, int STAGES>
@@ -221,7 +307,6 @@ __device__ __forceinline__ void ring_body(const unsigned short* __restrict__ q,
     float* sAlpha = reinterpret_cast<float*>(smem + C::ALPHA);
     float2* sML = reinterpret_cast<float2*>(smem + C::ML);
     const unsigned bars = smem_addr(smem + C::BARS);  // slot s: full at bars + 8 s, empty at bars + 8 (STAGES + s)
-    __shared__ unsigned int ticket;
 
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int g = lane >> 2, tq = lane & 3;
@@ -438,81 +523,8 @@ __device__ __forceinline__ void ring_body(const unsigned short* __restrict__ q,
             part_ml[(base + h) * splits + split] = make_float2(big, l);
         }
     }
-    __threadfence();
-    __syncthreads();
-    const int slices = HB * (DV / SLICE);
-    const int mergers = min(splits, slices);
-    if (threadIdx.x == 0) ticket = take_ticket(&ring_tickets[group]);
-    __syncthreads();
-    const int first_merger = splits - mergers;
-    if (static_cast<int>(ticket) < first_merger) return;
-
-    // one of the last `mergers` CTAs: wait for every split, then merge slices j, j + mergers, ...
-    if (threadIdx.x == 0) {
-        while (load_acquire(&ring_tickets[group]) < static_cast<unsigned>(splits)) {
-        }
-    }
-    __syncthreads();
-    float* wbuf = reinterpret_cast<float*>(sKV);  // [MAX_SPLITS] weights of the slice's head
-    float* red = wbuf + MAX_SPLITS;               // [4][SLICE] partial sums
-    for (int sl = static_cast<int>(ticket) - first_merger; sl < slices; sl += mergers) {
-        const int h = sl / (DV / SLICE), dbase = (sl % (DV / SLICE)) * SLICE;
-        const size_t row = static_cast<size_t>(b) * H + head0 + h;
-        if (warp == 0) {
-            float big = __int_as_float(0xff800000u);
-            for (int s = lane; s < splits; s += 32) big = fmaxf(big, __ldcg(&part_ml[row * splits + s]).x);
-#pragma unroll
-            for (int off = 16; off > 0; off >>= 1) big = fmaxf(big, __shfl_xor_sync(0xffffffffu, big, off));
-            float sum = 0.0f;
-            for (int s = lane; s < splits; s += 32) {
-                const float2 ml = __ldcg(&part_ml[row * splits + s]);
-                const float w = fast_exp2(ml.x - big);
-                wbuf[s] = w;
-                sum = fmaf(w, ml.y, sum);
-            }
-#pragma unroll
-            for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-            const float inv = 1.0f / sum;
-            for (int s = lane; s < splits; s += 32) wbuf[s] *= inv;
-        }
-        __syncthreads();
-        if (threadIdx.x < MERGE_THREADS) {
-            // thread (sg, d2): splits sg, sg + 4, ...; dims dbase + 2 d2, + 1
-            const int sg = threadIdx.x / (SLICE / 2), d2 = threadIdx.x % (SLICE / 2);
-            float2 val = make_float2(0.0f, 0.0f);
-            const float* src = part_acc + row * splits * DV + dbase + 2 * d2;
-#pragma unroll 8
-            for (int s = sg; s < splits; s += 4) {
-                const float2 a = __ldcg(reinterpret_cast<const float2*>(src + static_cast<size_t>(s) * DV));
-                const float w = wbuf[s];
-                val.x = fmaf(w, a.x, val.x);
-                val.y = fmaf(w, a.y, val.y);
-            }
-            *reinterpret_cast<float2*>(red + sg * SLICE + 2 * d2) = val;
-        }
-        __syncthreads();
-        if (threadIdx.x < SLICE / 2) {
-            float2 v = make_float2(0.0f, 0.0f);
-#pragma unroll
-            for (int k = 0; k < 4; ++k) {
-                const float2 u = *reinterpret_cast<const float2*>(red + k * SLICE + 2 * threadIdx.x);
-                v.x += u.x;
-                v.y += u.y;
-            }
-            const unsigned packed = to_bf16(v.x) | (static_cast<unsigned>(to_bf16(v.y)) << 16);
-            reinterpret_cast<unsigned*>(out + row * DV + dbase)[threadIdx.x] = packed;
-        }
-        __syncthreads();
-    }
-    // the last merger to finish puts both counters back to zero for the next launch
-    if (threadIdx.x == 0) {
-        __threadfence();
-        if (take_ticket(&ring_done[group]) == static_cast<unsigned>(mergers - 1)) {
-            ring_tickets[group] = 0;
-            ring_done[group] = 0;
-            __threadfence();
-        }
-    }
+    merge_splits(part_ml, part_acc, out, static_cast<size_t>(b) * H + head0, HB, splits, &ring_tickets[group],
+                 &ring_done[group], reinterpret_cast<float*>(sKV));
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -188,6 +189,45 @@ def plan_ring(variant: str, shape: Shape, sm_count: int) -> tuple[str, int, int,
     return variant, splits, per * PAGE, blocks
 
 
+# 03 builds `wgmma_m64_s3` (64 heads a CTA, 3 ring slots, 256 threads) and, below 64 heads,
+# launches 02's `ring_m1_s5`, which it includes.
+HERE = Path(__file__).resolve().parent
+WGMMA_HEADS = 64
+WGMMA_STAGES = 3
+WGMMA_SMEM = (
+    1024
+    + 9 * WGMMA_HEADS * 128
+    + WGMMA_STAGES * 9 * TILE * 128
+    + 2 * 2 * 16 * 128 * 4
+    + 2 * WGMMA_STAGES * 8
+)
+TENSOR_MAP_BFLOAT16 = 9
+TENSOR_MAP_INTERLEAVE_NONE = 0
+TENSOR_MAP_SWIZZLE_128B = 3
+TENSOR_MAP_L2_PROMOTION_256B = 3
+TENSOR_MAP_OOB_FILL_NONE = 0
+
+
+def plan_wgmma(shape: Shape, sm_count: int) -> tuple[str, int, int, int]:
+    """(entry, splits, tokens a split, head blocks) for 03: the wgmma kernel at a multiple of 64
+    heads, 02's m1_s5 (through `plan_ring`) otherwise."""
+    b, h, t = shape["b"], shape["h"], shape["t"]
+    if h % WGMMA_HEADS:
+        variant, splits, per, blocks = plan_ring("m1_s5", shape, sm_count)
+        return f"ring_{variant}", splits, per, blocks
+    if t % PAGE:
+        raise ValueError(f"T={t} is not a multiple of the {PAGE}-token page")
+    blocks = h // WGMMA_HEADS
+    groups = b * blocks
+    if groups > min(sm_count, MAX_GROUPS):
+        raise ValueError(f"B*H/HB={groups} CTA groups exceed one wave of {sm_count} CTAs")
+    pages = t // PAGE
+    most = min(sm_count // groups, MAX_SPLITS)
+    per = -(-pages // most)
+    splits = -(-pages // per)
+    return f"wgmma_m64_s{WGMMA_STAGES}", splits, per * PAGE, blocks
+
+
 # --- inputs and reference ---------------------------------------------------------------------
 
 
@@ -313,7 +353,99 @@ def _launch_ring(module: Any, version: Version, shape: Shape, arrays: Arrays) ->
     )
 
 
+def _libcuda() -> Any:
+    import ctypes
+
+    lib = ctypes.CDLL("libcuda.so.1")
+    fn = lib.cuTensorMapEncodeTiled
+    fn.restype = ctypes.c_int
+    # (CUtensorMap*, dtype, rank, address, dims, byte strides, box, element strides,
+    #  interleave, swizzle, L2 promotion, out-of-bounds fill), as in cuda.h.
+    u64p, u32p = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
+    enums = [ctypes.c_int] * 4
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p]
+    fn.argtypes = [*fn.argtypes, u64p, u64p, u32p, u32p, *enums]
+    return lib
+
+
+def tensor_map_rows(address: int, rows: int, box_rows: int) -> Any:
+    """A CUtensorMap over `rows` rows of 576 bf16 values (q or the pool), loaded in boxes of
+    64 values x `box_rows` rows with the 128-byte swizzle, as a 128-byte NumPy record (CuPy passes
+    it by value, the kernel's __grid_constant__ parameter)."""
+    import ctypes
+
+    holder = np.zeros(128 + 64, dtype=np.uint8)
+    start = (-holder.ctypes.data) % 64
+    tmap = holder[start : start + 128].view(np.dtype((np.void, 128)))
+    c_u64, c_u32 = ctypes.c_uint64, ctypes.c_uint32
+    rc = _libcuda().cuTensorMapEncodeTiled(
+        tmap.ctypes.data,
+        TENSOR_MAP_BFLOAT16,
+        2,
+        address,
+        (c_u64 * 2)(DQK, rows),
+        (c_u64 * 1)(DQK * 2),
+        (c_u32 * 2)(64, box_rows),
+        (c_u32 * 2)(1, 1),
+        TENSOR_MAP_INTERLEAVE_NONE,
+        TENSOR_MAP_SWIZZLE_128B,
+        TENSOR_MAP_L2_PROMOTION_256B,
+        TENSOR_MAP_OOB_FILL_NONE,
+    )
+    if rc != 0:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed with CUresult {rc}")
+    return tmap
+
+
+_maps: dict[tuple[int, int, int, int], tuple[Any, Any]] = {}
+
+
+def _launch_wgmma(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
+    b, h, t = shape["b"], shape["h"], shape["t"]
+    entry, splits, per, blocks = plan_wgmma(shape, _sms())
+    if entry.startswith("ring_"):
+        smem = ring_smem_bytes(*parse_ring_variant(entry[len("ring_") :]))
+        threads = RING_THREADS
+        q, pool = arrays["q"], arrays["pool"]
+    else:
+        smem, threads = WGMMA_SMEM, RING_THREADS
+        key = (arrays["q"].data.ptr, arrays["pool"].data.ptr, b * h, arrays["pool"].shape[0])
+        if key not in _maps:
+            _maps.clear()
+            _maps[key] = (
+                tensor_map_rows(arrays["q"].data.ptr, b * h, WGMMA_HEADS),
+                tensor_map_rows(arrays["pool"].data.ptr, arrays["pool"].shape[0] * PAGE, TILE),
+            )
+        q, pool = _maps[key]
+    fn = kit.kernel(module, entry)
+    if id(fn) not in _raised:
+        fn.max_dynamic_shared_size_bytes = smem
+        _raised.add(id(fn))
+    part_ml = _buffer("part_ml", 2 * b * h * splits)
+    part_acc = _buffer("part_acc", b * h * splits * DV)
+    fn(
+        (splits, blocks, b),
+        (threads,),
+        (
+            q,
+            pool,
+            arrays["block_table"],
+            part_ml,
+            part_acc,
+            arrays["out"],
+            np.int32(h),
+            np.int32(t),
+            np.int32(per),
+            np.float32(SCALE * LOG2E),
+        ),
+        shared_mem=smem,
+    )
+
+
 def _launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
+    if version.stem == "03_wgmma":
+        _launch_wgmma(module, version, shape, arrays)
+        return
     if version.stem == "02_bulk_ring":
         _launch_ring(module, version, shape, arrays)
         return
@@ -462,6 +594,7 @@ SUITE = Suite(
             roofline=Roofline(bandwidth="copy", compute="gemm_bf16"),
             baselines=BASELINES,
             compare=kit.compare_bf16,
+            version_options={"03_wgmma": ("-arch=sm_90a", f"-I{HERE}")},
         ),
     ],
 )

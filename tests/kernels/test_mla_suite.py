@@ -35,10 +35,11 @@ def test_declares_one_benchmark_over_the_sweep(loaded: LoadedSuite, suite: Modul
     assert {v.stem: loaded.claims[v.stem].name for v in loaded.versions} == {
         "01_split_latent": "mla_decode",
         "02_bulk_ring": "mla_decode",
+        "03_wgmma": "mla_decode",
     }
     assert dict(bench.headline) == {"b": 1, "h": 128, "t": 32768}
     assert len(bench.shapes) == 6
-    assert len(plan_cases([loaded])) == 2 * len(bench.shapes)
+    assert len(plan_cases([loaded])) == 3 * len(bench.shapes)
     assert bench.roofline.bandwidth == "copy" and bench.roofline.compute == "gemm_bf16"
     names = [c.name for c in bench.candidates]
     assert "cuDNN SDPA" in names and "torch.matmul + softmax (cuBLAS)" in names
@@ -126,6 +127,27 @@ def test_ring_variants_are_built_planned_and_fit(loaded: LoadedSuite, suite: Mod
         suite.plan_ring("m1_s5", {"b": 133, "h": 16, "t": 4096}, H200_SMS)
 
 
+def test_wgmma_version_plans_64_heads_a_cta_and_falls_back_below(
+    loaded: LoadedSuite, suite: ModuleType
+) -> None:
+    version = version_named(loaded, "03_wgmma")
+    assert set(KERNEL_ENTRY.findall(version.source)) == {"wgmma_m64_s3"}
+    assert '#include "02_bulk_ring.cu"' in version.source
+    # the header's shared memory figure is the suite's, and one CTA an SM fits
+    assert f"{suite.WGMMA_SMEM} bytes" in version.source
+    assert suite.WGMMA_SMEM + 1024 <= 227 * 1024
+    for shape in loaded.claims["03_wgmma"].shapes:
+        entry, splits, per, blocks = suite.plan_wgmma(shape, H200_SMS)
+        if shape["h"] % 64:
+            assert entry == "ring_m1_s5" and blocks * 16 == shape["h"]
+        else:
+            assert entry == "wgmma_m64_s3" and blocks * 64 == shape["h"]
+        assert per % suite.PAGE == 0 and splits * per >= shape["t"] > (splits - 1) * per
+        assert splits * blocks * shape["b"] <= H200_SMS and splits <= suite.MAX_SPLITS
+    options = loaded.claims["03_wgmma"].version_options["03_wgmma"]
+    assert "-arch=sm_90a" in options and f"-I{suite.HERE}" in options
+
+
 def test_plan_refuses_ragged_contexts(suite: ModuleType) -> None:
     with pytest.raises(ValueError, match="multiple of the 64-token page"):
         suite.plan("m1_s4", {"b": 1, "h": 16, "t": 4100}, H200_SMS)
@@ -151,10 +173,12 @@ def test_reference_matches_a_per_head_loop(suite: ModuleType) -> None:
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-@pytest.mark.parametrize("name", ["01_split_latent.cu", "02_bulk_ring.cu"])
+@pytest.mark.parametrize("name", ["01_split_latent.cu", "02_bulk_ring.cu", "03_wgmma.cu"])
 def test_compiles_for_sm90_without_spills(name: str) -> None:
+    # wgmma needs the arch-specific target (nvcc's plain -arch=sm_90a also emits compute_90 PTX)
+    arch = "-gencode=arch=compute_90a,code=sm_90a" if name == "03_wgmma.cu" else "-arch=sm_90"
     proc = subprocess.run(
-        ["nvcc", "-arch=sm_90", "-std=c++17", "-Xptxas", "-v", "-c", "-o", "/dev/null"]
+        ["nvcc", arch, "-std=c++17", f"-I{MLA}", "-Xptxas", "-v", "-c", "-o", "/dev/null"]
         + [str(MLA / name)],
         capture_output=True,
         text=True,
