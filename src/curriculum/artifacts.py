@@ -56,6 +56,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from curriculum.sanitize import command_for as bug_command
+from curriculum.sanitize import run_sanitize
+
 DISASSEMBLE = ("memory/02_copy_vec4", "gemm/12_wgmma_tma")
 PROFILE = ("gemm/05_blocktiling_2d", "attention/04_split_kv")
 SECTIONS = ("SpeedOfLight", "Occupancy", "WarpStateStats", "MemoryWorkloadAnalysis")
@@ -84,10 +87,8 @@ def artifact_path(root: Path, kernel_id: str, suffix: str) -> Path:
 
 def command_for(kernel_id: str) -> str:
     """The command that writes a kernel's artifacts, as a page's caption names it."""
-    if kernel_id == "bugs/all_tools":
-        return "curriculum artifacts --sanitize"
     if kernel_id.startswith("bugs/"):
-        return f"curriculum artifacts --sanitize --only {kernel_id}"
+        return bug_command(kernel_id)
     if kernel_id.startswith("microscaling/"):
         return "curriculum artifacts --quant-error"
     return f"curriculum artifacts --only {kernel_id}"
@@ -401,8 +402,6 @@ def run(root: Path, only: str | None, out: Path | None, sanitize: bool = False,
         _say(f"wrote {write_quant_error(root, out)}")
         return 0
     if sanitize:
-        from curriculum.sanitize import run_sanitize
-
         return run_sanitize(root, only, out)
     missing = missing_tools()
     if missing:

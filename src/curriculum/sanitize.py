@@ -210,9 +210,15 @@ def _shown(cmd: list[str], root: Path, build: Path) -> str:
     return clean(" ".join(cmd), root, build).strip()
 
 
-def header(kernel_id: str, tool: str, stamp: dict[str, str]) -> str:
-    from curriculum.artifacts import command_for
+def command_for(kernel_id: str) -> str:
+    """The command that writes a broken kernel's artifacts (`bugs/all_tools`: all of them);
+    `artifacts.command_for` answers for every kernel, these through this function."""
+    if kernel_id == "bugs/all_tools":
+        return "curriculum artifacts --sanitize"
+    return f"curriculum artifacts --sanitize --only {kernel_id}"
 
+
+def header(kernel_id: str, tool: str, stamp: dict[str, str]) -> str:
     what = {"cuda-gdb": "a cuda-gdb batch session, run to the fault",
             "cuda-gdb-break": "a cuda-gdb batch session, stopped at a breakpoint first"}.get(
         tool, f"the program run plainly, then under compute-sanitizer --tool {tool}")

@@ -14,9 +14,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from curriculum.assets import DEFAULT_MAX_BYTES, Refused, confine
+from curriculum.assets import DEFAULT_MAX_BYTES
+from curriculum.bodies import check_body, describe, parse_body, schema_errors
 from curriculum.catalog import (
     PACK_TOKENS_ABOVE,
     Body,
@@ -28,18 +29,9 @@ from curriculum.catalog import (
     QuestionEntry,
 )
 from curriculum.errors import Diagnostics, Loc, did_you_mean
-from curriculum.lint import check_markup, lint_body, lint_yaml
+from curriculum.lint import lint_yaml
 from curriculum.load import RawDoc
-from curriculum.markdown import (
-    CONTENT_SCHEMES,
-    LANGUAGES,
-    collect_refs,
-    is_allowed_link,
-    link_scheme,
-    parse,
-    split_at_marker,
-    to_mathml,
-)
+from curriculum.markdown import split_at_marker
 from curriculum.models import (
     SOURCE_MODELS,
     CapsuleMeta,
@@ -54,156 +46,24 @@ from curriculum.syllabus import check_syllabus_counts
 if TYPE_CHECKING:
     from curriculum.measure import Measurements
 
+_body, _check_body = parse_body, check_body  # the names older tests import
+
 WORDS_PER_MINUTE = 220
 CODE_LINES_PER_MINUTE = 12
 MINUTES_PER_FIGURE = 0.5
-
-
-# --- schema errors --------------------------------------------------------------
-
-
-def schema_errors(doc: RawDoc, model: type[BaseModel], exc: ValidationError,
-                   diags: Diagnostics) -> None:
-    for err in exc.errors(include_url=False):
-        path = tuple(p for p in err["loc"] if isinstance(p, str | int))
-        kind = err["type"]
-        value = err.get("input")
-        where = ".".join(str(p) for p in path) or "(document)"
-        if kind == "extra_forbidden":
-            key = str(path[-1]) if path else "?"
-            fields = _fields_at(model, path[:-1])
-            diags.error(doc.positions.loc(path, prefer_key=True), "schema.unknown-key",
-                        f"unknown key '{key}'", did_you_mean(key, fields) or
-                        (f"allowed here: {', '.join(sorted(fields))}" if fields else None))
-        elif kind == "missing":
-            diags.error(doc.positions.loc(path[:-1], prefer_key=True), "schema.missing",
-                        f"missing required key '{path[-1]}'" if path else "missing value")
-        elif kind in {"string_type", "int_type", "float_type", "bool_type", "list_type",
-                      "dict_type", "model_type", "int_from_float"}:
-            hint = None
-            if kind == "string_type" and isinstance(value, bool | int | float) or \
-                    kind == "string_type" and value is not None and not isinstance(value, str | list | dict):
-                hint = f"YAML read {value!r} as {type(value).__name__}; quote it to keep it text"
-            diags.error(doc.positions.loc(path), "schema.type",
-                        f"{where}: {err['msg'].lower()}, got {_describe(value)}", hint)
-        else:
-            msg = err["msg"].removeprefix("Value error, ")
-            diags.error(doc.positions.loc(path), "schema.value", f"{where}: {msg}")
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, bool):
-        return f"boolean {str(value).lower()}"
-    if isinstance(value, int | float):
-        return f"number {value!r}"
-    if value is None:
-        return "nothing"
-    if isinstance(value, str):
-        return f"text {value!r}"
-    return type(value).__name__
-
-
-def _fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> list[str]:
-    """Field names of the model reached by `path` (skipping list indices)."""
-    current: Any = model
-    for part in path:
-        if isinstance(part, int):
-            continue
-        field = getattr(current, "model_fields", {}).get(part)
-        if field is None:
-            return []
-        current = _inner_model(field.annotation)
-        if current is None:
-            return []
-    return list(getattr(current, "model_fields", {}))
-
-
-def _inner_model(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()):
-        found = _inner_model(arg)
-        if found is not None:
-            return found
-    return None
 
 
 def _model(doc: RawDoc, diags: Diagnostics) -> Any:
     model = SOURCE_MODELS[doc.kind]
     if not isinstance(doc.data, dict):
         diags.error(doc.positions.loc(()), "schema.type",
-                    f"expected a mapping of keys, got {_describe(doc.data)}")
+                    f"expected a mapping of keys, got {describe(doc.data)}")
         return None
     try:
         return model.model_validate(doc.data)
     except ValidationError as exc:
         schema_errors(doc, model, exc, diags)
         return None
-
-
-# --- Markdown bodies --------------------------------------------------------------
-
-
-def parse_body(text: str, file: str, line: int) -> Body:
-    tokens = parse(text)
-    return Body(text, file, line, collect_refs(tokens), tuple(tokens))
-
-
-def check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnostics,
-                max_asset_bytes: int = DEFAULT_MAX_BYTES) -> None:
-    refs = body.refs
-    check_markup(body, diags)
-    lint_body(body, diags)
-    for href, line in refs.links:
-        loc = Loc(body.file, body.line + line, 1)
-        scheme = link_scheme(href)
-        if scheme in CONTENT_SCHEMES:
-            target = href.split(":", 1)[1].split("#", 1)[0]
-            if target not in ids[scheme]:
-                diags.error(loc, "link.unknown-ref", f"no {scheme} '{target}'",
-                            did_you_mean(target, ids[scheme]))
-    for match in re.finditer(r"\]\(\s*<?([^)\s>]*)", body.text):
-        if not is_allowed_link(match.group(1)):
-            line = body.text.count("\n", 0, match.start())
-            diags.error(Loc(body.file, body.line + line, 1), "link.scheme",
-                        f"link scheme '{link_scheme(match.group(1))}' is not allowed",
-                        "use http, https, mailto, capsule:, question: or experiment:")
-    for src, alt, line in refs.images:
-        loc = Loc(body.file, body.line + line, 1)
-        if not alt.strip():
-            diags.error(loc, "image.no-alt", f"image '{src}' has no alt text",
-                        "write ![what the figure shows](path)")
-        if link_scheme(src) is None and src:
-            found = confine(src, root / Path(body.file).parent, root / "content", max_asset_bytes)
-            if isinstance(found, Refused):
-                diags.error(_image_loc(body, line, src), found.code, found.message, found.hint)
-    for lang, line in refs.code_langs:
-        if lang.lower() not in LANGUAGES:
-            diags.error(Loc(body.file, body.line + line, 1), "code.unknown-language",
-                        f"unknown code language '{lang}'", did_you_mean(lang, LANGUAGES))
-    if refs.artifacts:
-        from curriculum.artifacts import check_blocks
-
-        check_blocks(body, root, diags)
-    for latex, display, line in refs.math:
-        try:
-            to_mathml(latex, display)
-        except Exception as exc:  # latex2mathml raises several types
-            diags.error(Loc(body.file, body.line + line, 1), "math.invalid",
-                        f"cannot render math '{latex.strip()[:40]}': "
-                        f"{str(exc) or type(exc).__name__}")
-
-
-_body, _check_body = parse_body, check_body  # the names older tests import
-
-
-def _image_loc(body: Body, line: int, src: str) -> Loc:
-    """Where an image's path is written: its line, and the column of the path on it."""
-    lines = body.text.split("\n")
-    text = lines[line] if 0 <= line < len(lines) else ""
-    col = text.find(f"]({src}")
-    col = col + 2 if col >= 0 else text.find(src)
-    return Loc(body.file, body.line + line, col + 1 if col >= 0 else 1)
 
 
 def _minutes(*bodies: Body | None) -> int:

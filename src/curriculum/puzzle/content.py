@@ -20,6 +20,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from curriculum.bodies import check_body, parse_body, schema_errors
 from curriculum.catalog import Body
 from curriculum.errors import Diagnostics, Loc, did_you_mean
 from curriculum.puzzle.spec import Spec
@@ -99,7 +100,6 @@ def find(root: Path, number: int) -> Puzzle | None:
 
 def _load(root: Path, folder: Path, diags: Diagnostics) -> list[Puzzle]:
     from curriculum.load import markdown_doc
-    from curriculum.validate import parse_body, schema_errors
 
     puzzles: list[Puzzle] = []
     if not folder.is_dir():
@@ -193,8 +193,6 @@ def check_puzzles(root: Path, tiers: list[str], ids: dict[str, set[str]],
     """What `validate` checks of the puzzles: every folder loads, tiers exist and
     the solution's tier is not below the page's, and the bodies pass the same
     checks as a capsule's (links, typed numbers, markup)."""
-    from curriculum.validate import check_body
-
     rank = {t: i for i, t in enumerate(tiers)}
     for p in load_puzzles(root, diags):
         file = p.body.file
