@@ -299,3 +299,16 @@ def test_sweep_against_a_missing_key_is_a_clear_error(sources: Path) -> None:
     spec = ChartSpec(kind="sweep", topic="memory", alt="x", x="warps_per_sm")
     with pytest.raises(ValueError, match="shape key 'warps_per_sm'"):
         render_chart(spec, latency_results(), sources)
+
+
+def test_where_keeps_only_the_matching_shapes(sources: Path) -> None:
+    spec = ChartSpec(kind="sweep", topic="memory", field="ns_per_item", where={"kib": 16}, alt="z")
+    svg = render_chart(spec, latency_results(), sources)
+    assert "kib=16" in svg and "kib=1024" not in svg
+    everything = ChartSpec(kind="sweep", topic="memory", field="ns_per_item", alt="z")
+    assert chart_inputs_hash(spec, latency_results()) != chart_inputs_hash(
+        everything, latency_results()
+    )
+    none = ChartSpec(kind="sweep", topic="memory", alt="z", where={"kib": 3})
+    with pytest.raises(ValueError, match="shapes with kib=3"):
+        render_chart(none, latency_results(), sources)

@@ -118,6 +118,11 @@ class ChartSpec(BaseModel):
         default=None, description="One benchmark of the topic, e.g. 'copy'; all when omitted."
     )
     field: str = Field(default="pct_library", description="Case field to plot (ladder and sweep).")
+    where: dict[str, int] | None = Field(
+        default=None,
+        description="Only the cases whose shape holds these values, e.g. {'causal': 0} to "
+        "draw one mask of a suite that sweeps both.",
+    )
     alt: str = Field(min_length=1, description="Text alternative read in place of the chart.")
     caption: str | None = Field(default=None, description="Caption shown under the chart.")
     x: str | None = Field(
@@ -183,12 +188,16 @@ def _topic_cases(spec: ChartSpec, results: ResultsFile) -> list[CaseResult]:
     cases = [
         c
         for c in results.cases
-        if c.topic == spec.topic and (spec.benchmark is None or c.benchmark == spec.benchmark)
+        if c.topic == spec.topic
+        and (spec.benchmark is None or c.benchmark == spec.benchmark)
+        and all(c.shape.get(k) == v for k, v in (spec.where or {}).items())
     ]
     if not cases:
         what = f"topic {spec.topic!r}" + (
             f", benchmark {spec.benchmark!r}" if spec.benchmark else ""
         )
+        if spec.where:
+            what += ", shapes with " + ", ".join(f"{k}={v}" for k, v in spec.where.items())
         raise ValueError(
             f"chart: no measured cases for {what} in the {results.gpu_slug} results; "
             f"run `curriculum bench --only '{spec.topic}/*'` on a GPU"
