@@ -46,6 +46,7 @@ SHAPES = (*SQUARES, *LLM_SHAPES)
 ENTRIES = {
     "01_tma_store": "gemm_bf16_tma_store",
     "02_cluster_multicast": "gemm_bf16_cluster_multicast",
+    "03_release_cluster": "gemm_bf16_release_cluster",
 }
 
 
@@ -251,7 +252,8 @@ SUITE = Suite(
     description=(
         "A bf16 GEMM with bf16 C on Hopper against cuBLAS, torch.matmul and torch.compile: "
         "gemm/13's persistent warp-specialised kernel with its epilogue through shared memory "
-        "and TMA stores (01), then pairs of CTAs sharing B by TMA multicast (02); squares "
-        "1024^3-8192^3 and three LLM projection shapes."
+        "and TMA stores (01), then pairs of CTAs sharing B by TMA multicast (02), and 02 with a "
+        "cluster-scope release on each stage (03, a measured loss); squares 1024^3-8192^3 and "
+        "three LLM projection shapes."
     ),
 )

@@ -32,6 +32,7 @@ def test_geometry_is_read_from_the_source() -> None:
     by_stem = {v.stem: hop.geometry(v.stem, v.source) for v in VERSIONS}
     assert by_stem["01_tma_store"].cluster == 1
     assert by_stem["02_cluster_multicast"].cluster == 2
+    assert by_stem["03_release_cluster"].cluster == 2
     for g in by_stem.values():
         assert (g.bm, g.bn, g.bk, g.threads) == (128, 256, 64, 384)
         assert g.smem <= 227 * 1024
