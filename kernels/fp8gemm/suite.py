@@ -152,6 +152,7 @@ class Geometry:
 ENTRIES = {
     "01_block_scaled": "fp8_gemm_block_scaled",
     "02_cluster_multicast": "fp8_gemm_cluster_multicast",
+    "03_ordered_issue": "fp8_gemm_ordered_issue",
 }
 GEOMETRY = {
     stem: Geometry.of(entry, (_TOPIC_DIR / f"{stem}.cu").read_text(encoding="utf-8"))
