@@ -153,6 +153,7 @@ ENTRIES = {
     "01_block_scaled": "fp8_gemm_block_scaled",
     "02_cluster_multicast": "fp8_gemm_cluster_multicast",
     "03_ordered_issue": "fp8_gemm_ordered_issue",
+    "04_pairs_ordered": "fp8_gemm_pairs_ordered",
 }
 GEOMETRY = {
     stem: Geometry.of(entry, (_TOPIC_DIR / f"{stem}.cu").read_text(encoding="utf-8"))

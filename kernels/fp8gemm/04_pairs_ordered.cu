@@ -1,0 +1,362 @@
+// 04 block-scaled FP8 GEMM: CTA pairs sharing B (02) and consumers taking turns (03)
+//
+// Idea against 02 and 03: the two changes attack different limits, the bytes each SM pulls
+// from L2 (02: B tiles multicast to two SMs, 24 KiB per k block instead of 32) and the
+// tensor cores' idle time while both consumers promote at once (03: the consumers issue their
+// wgmma in turns, so one promotes while the other's group runs). If each limit binds part of
+// the time, together they gain more than either; this file is 02 with 03's turn barriers.
+//
+// Expected bound (estimate): the better of 02 and 03, times up to the gain of the other.
+//
+// Resources (nvcc 13.0, -gencode arch=compute_90a,code=sm_90a --resource-usage): 168
+// registers at compile time (232 for the consumers after setmaxnreg), no spills; 16 named
+// barriers reserved; 200,800 bytes of dynamic shared memory, as 01.
+//
+// Constraints: as 02 (M a multiple of 256, N and K of 128; K-major e4m3 A and B; sm_90a; an
+// even grid).
+
+constexpr int BM = 128;                 // tile rows: two consumers x 64
+constexpr int BN = 128;                 // tile columns: one wgmma n128; one scale_b block
+constexpr int BK = 128;                 // k per stage: one scale block, one 128-byte swizzle row
+constexpr int STAGES = 6;
+constexpr int CONSUMERS = BM / 64;
+constexpr int THREADS = (CONSUMERS + 1) * 128;
+constexpr int WGMMA_K = 32;             // e4m3 wgmma: k32 per instruction
+constexpr int A_STAGE_BYTES = BM * BK;  // 16 KiB
+constexpr int B_STAGE_BYTES = BN * BK;  // 16 KiB
+constexpr int CLUSTER = 2;              // CTAs sharing one B tile
+constexpr int B_HALF_BYTES = B_STAGE_BYTES / CLUSTER;  // what each CTA loads and multicasts
+constexpr int SA_STAGE_BYTES = BM * 4;  // 128 fp32 row scales
+constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES + SA_STAGE_BYTES;
+constexpr int SWIZZLE_ATOM = 1024;      // 8 rows x 128 bytes
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + SWIZZLE_ATOM;
+constexpr int GROUP_M = 4;              // tile-row pairs visited together (L2 reuse)
+constexpr int SCALE_BLOCK = 128;        // the recipe's block edge
+
+static_assert(BK == 128, "a K-major row of A or B is exactly one 128-byte swizzle row");
+static_assert(BK == SCALE_BLOCK && BN == SCALE_BLOCK, "one scale_b and one scale_a column per stage");
+static_assert(BM == CONSUMERS * 64, "each consumer warpgroup owns 64 rows (wgmma m64)");
+static_assert(BK % WGMMA_K == 0, "a stage holds whole k32 steps");
+static_assert(A_STAGE_BYTES % SWIZZLE_ATOM == 0 && B_STAGE_BYTES % SWIZZLE_ATOM == 0,
+              "every tile must start on a 1024-byte swizzle atom");
+static_assert(B_HALF_BYTES % SWIZZLE_ATOM == 0, "each multicast half starts on a swizzle atom");
+static_assert(SA_STAGE_BYTES % 16 == 0, "a bulk copy moves whole 16-byte units");
+static_assert(STAGE_BYTES < (1 << 20), "an mbarrier counts at most 2^20 - 1 transaction bytes");
+static_assert(SMEM_BYTES <= 227 * 1024, "an H100/H200 block gets at most 227 KB of shared memory");
+
+// The driver's CUtensorMap: 128 opaque bytes, 64-byte aligned; the host fills it.
+struct alignas(64) TensorMap {
+    unsigned long long opaque[16];
+};
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count));
+}
+
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+    unsigned done = 0;
+    do {
+        asm volatile(
+            "{\n"
+            ".reg .pred p;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, p;\n"
+            "}\n"
+            : "=r"(done)
+            : "r"(bar), "r"(parity)
+            : "memory");
+    } while (!done);
+}
+
+// One 2-D tile from global memory into shared memory; completes on `bar`.
+// c0 is the coordinate along the contiguous dimension (k), c1 along the rows.
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap* map, unsigned bar,
+                                            int c0, int c1) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3}], [%4];\n"
+        ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar)
+        : "memory");
+}
+
+// A contiguous run of bytes (a multiple of 16, 16-byte aligned) into shared memory; completes
+// on `bar` like a TMA tile.
+__device__ __forceinline__ void bulk_load(unsigned dst, const void* src, unsigned bytes,
+                                          unsigned bar) {
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+        ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(src)), "r"(bytes), "r"(bar)
+        : "memory");
+}
+
+// A 2-D tile written into the same shared-memory offset of every CTA in `mask`, each
+// completing `bar` at that same offset in its own CTA.
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TensorMap* map,
+                                                      unsigned bar, int c0, int c1,
+                                                      unsigned short mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n"
+        ::"r"(dst), "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar),
+          "h"(mask)
+        : "memory");
+}
+
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    return rank;
+}
+
+// Arrive on the mbarrier at shared address `bar` of CTA `rank` of this cluster.
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
+    asm volatile(
+        "{\n"
+        ".reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+        "}\n"
+        ::"r"(bar), "r"(rank)
+        : "memory");
+}
+
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n"
+                 ::: "memory");
+}
+
+// Named barriers 1 and 2 (0 is __syncthreads): turn c belongs to consumer c. The consumer
+// whose turn it is syncs (128 threads); the other arrives (128 threads) to hand it over.
+constexpr int TURN_BARRIER = 1;
+
+__device__ __forceinline__ void turn_wait(int consumer) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(TURN_BARRIER + consumer), "n"(CONSUMERS * 128)
+                 : "memory");
+}
+
+__device__ __forceinline__ void turn_give(int to) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(TURN_BARRIER + to), "n"(CONSUMERS * 128)
+                 : "memory");
+}
+
+// wgmma shared-memory matrix descriptor: start address, leading and stride byte offsets
+// (all >> 4), layout 1 = 128-byte swizzle.
+__device__ __forceinline__ unsigned long long smem_desc(unsigned addr, unsigned leading,
+                                                        unsigned stride) {
+    return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4)
+         | static_cast<unsigned long long>((leading & 0x3FFFF) >> 4) << 16
+         | static_cast<unsigned long long>((stride & 0x3FFFF) >> 4) << 32
+         | 1ull << 62;
+}
+
+__device__ __forceinline__ void wgmma_fence() {
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wgmma_commit() {
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// Pin the accumulator registers at this point of the program: the compiler must not move
+// reads of `d` above a wgmma wait, nor writes below a wgmma that reads it.
+__device__ __forceinline__ void fence_operands(float (&d)[64]) {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// d[64x128] (+)= A[64x32] * B[32x128], e4m3 inputs, fp32 accumulate; both operands K-major
+// (fp8 wgmma has no transpose); scale_d = 0 overwrites d. Accumulator d[4j + i]: row
+// 16*warp + lane/4 (+8 for i >= 2), column 8j + 2*(lane%4) + (i % 2).
+__device__ __forceinline__ void wgmma_m64n128k32_e4m3(float (&d)[64], unsigned long long desc_a,
+                                                      unsigned long long desc_b, int scale_d) {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7,"
+        "%8, %9, %10, %11, %12, %13, %14, %15,"
+        "%16, %17, %18, %19, %20, %21, %22, %23,"
+        "%24, %25, %26, %27, %28, %29, %30, %31,"
+        "%32, %33, %34, %35, %36, %37, %38, %39,"
+        "%40, %41, %42, %43, %44, %45, %46, %47,"
+        "%48, %49, %50, %51, %52, %53, %54, %55,"
+        "%56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1;\n"
+        "}\n"
+#define D8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
+              "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+        : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56)
+#undef D8
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// Round a pair of fp32 values to bf16 (nearest, ties to even) and pack them:
+// lo at the lower address.
+__device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
+    unsigned packed;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(hi), "f"(lo));
+    return packed;
+}
+
+// Tile `t` of a tiles_m x tiles_n grid, in groups of GROUP_M tile rows.
+__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
+    const int per_group = GROUP_M * tiles_n;
+    const int first_m = (t / per_group) * GROUP_M;
+    const int rows = min(tiles_m - first_m, GROUP_M);
+    const int in_group = t % per_group;
+    tm = first_m + in_group % rows;
+    tn = in_group / rows;
+}
+
+extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(THREADS, 1)
+fp8_gemm_pairs_ordered(const __grid_constant__ TensorMap tmap_a,  // A: M x K e4m3, box 128 x 128
+                      const __grid_constant__ TensorMap tmap_b,  // B: N x K e4m3, box 128 (k) x 64
+                      const float* __restrict__ scale_a,         // K/128 x M
+                      const float* __restrict__ scale_b,         // N/128 x K/128
+                      unsigned* __restrict__ D,  // M x N bf16, as pairs packed in 32-bit words
+                      int M, int N, int K) {
+    extern __shared__ unsigned char smem_raw[];
+    const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
+    const unsigned base = (raw + SWIZZLE_ATOM - 1) & ~static_cast<unsigned>(SWIZZLE_ATOM - 1);
+    const unsigned a_smem = base;
+    const unsigned b_smem = a_smem + STAGES * A_STAGE_BYTES;
+    const unsigned sa_smem = b_smem + STAGES * B_STAGE_BYTES;
+    const unsigned full_bar = sa_smem + STAGES * SA_STAGE_BYTES;
+    const unsigned empty_bar = full_bar + STAGES * 8;
+    const float* sa_tiles = reinterpret_cast<const float*>(smem_raw + (sa_smem - raw));
+
+    const int warpgroup = threadIdx.x / 128;
+    const int tiles_m = M / BM, tiles_n = N / BN;
+    const int pairs = (tiles_m / CLUSTER) * tiles_n;  // tile pairs (2i, j), (2i + 1, j)
+    const int k_blocks = K / BK;
+    const unsigned rank = cluster_rank();
+    const int cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
+
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full_bar + 8 * s, 1);
+            mbar_init(empty_bar + 8 * s, CLUSTER * CONSUMERS * 4);  // every consumer warp of both
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    cluster_sync();  // both CTAs' barriers exist before either CTA touches the other's
+
+    if (warpgroup == 0) {
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+        // Producer: one thread walks every k block of every tile of this CTA; the step
+        // counter `it` runs across tiles, so stage and parity continue.
+        if (threadIdx.x == 0) {
+            int it = 0;
+            for (int p = cluster; p < pairs; p += clusters) {
+                int pm, tn;
+                tile_coords(p, tiles_m / CLUSTER, tiles_n, pm, tn);
+                const int tm = pm * CLUSTER + rank;
+                for (int kb = 0; kb < k_blocks; ++kb, ++it) {
+                    const int s = it % STAGES;
+                    if (it >= STAGES) mbar_wait(empty_bar + 8 * s, ((it / STAGES) - 1) & 1);
+                    const unsigned bar = full_bar + 8 * s;
+                    mbar_expect_tx(bar, STAGE_BYTES);
+                    tma_load_2d(a_smem + s * A_STAGE_BYTES, &tmap_a, bar, kb * BK, tm * BM);
+                    // This CTA's half of the shared B tile, into both CTAs (whose stage s
+                    // is free: its empty barrier counted the consumers of both).
+                    tma_load_2d_multicast(b_smem + s * B_STAGE_BYTES + rank * B_HALF_BYTES,
+                                          &tmap_b, bar, kb * BK, tn * BN + rank * (BN / CLUSTER),
+                                          (1u << CLUSTER) - 1);
+                    bulk_load(sa_smem + s * SA_STAGE_BYTES,
+                              scale_a + static_cast<long long>(kb) * M + tm * BM,
+                              SA_STAGE_BYTES, bar);
+                }
+            }
+        }
+        return;
+    }
+
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+    const int consumer = warpgroup - 1;
+    const int local = threadIdx.x % 128;
+    const int warp = local / 32, lane = local % 32;
+    const int row_in_tile = consumer * 64 + warp * 16 + lane / 4;  // and row_in_tile + 8
+    float chunk[64], total[64];
+    int it = 0;
+    const int other = 1 - consumer;
+    if (consumer == 1) turn_give(0);  // consumer 0 goes first
+    for (int p = cluster; p < pairs; p += clusters) {
+        int pm, tn;
+        tile_coords(p, tiles_m / CLUSTER, tiles_n, pm, tn);
+        const int tm = pm * CLUSTER + static_cast<int>(rank);
+#pragma unroll
+        for (int i = 0; i < 64; ++i) total[i] = 0.0f;
+        const float* sb_row = scale_b + static_cast<long long>(tn) * k_blocks;
+
+        for (int kb = 0; kb < k_blocks; ++kb, ++it) {
+            const int s = it % STAGES;
+            const float sb = __ldg(sb_row + kb);  // in flight while the stage fills
+            mbar_wait(full_bar + 8 * s, (it / STAGES) & 1);
+            const unsigned a_tile = a_smem + s * A_STAGE_BYTES + consumer * 64 * 128;
+            const unsigned b_tile = b_smem + s * B_STAGE_BYTES;
+            fence_operands(chunk);
+            turn_wait(consumer);  // the other consumer's group of this block is already queued
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / WGMMA_K; ++kk) {
+                // K-major 128-byte rows: a k32 step is 32 bytes along the row; 8-row groups
+                // are 1024 bytes apart; the leading offset is unused with the 128-byte swizzle.
+                const unsigned long long da = smem_desc(a_tile + kk * WGMMA_K, 16, SWIZZLE_ATOM);
+                const unsigned long long db = smem_desc(b_tile + kk * WGMMA_K, 16, SWIZZLE_ATOM);
+                wgmma_m64n128k32_e4m3(chunk, da, db, kk > 0);
+            }
+            wgmma_commit();
+            turn_give(other);
+            wgmma_wait<0>();
+            fence_operands(chunk);
+            const float* sa = sa_tiles + s * (SA_STAGE_BYTES / 4);
+            const float f0 = sa[row_in_tile] * sb;
+            const float f1 = sa[row_in_tile + 8] * sb;
+            // Tiles and scales of stage s are no longer read by this warp: release the stage
+            // in both CTAs (the peer's producer writes its B half here too).
+            __syncwarp();
+            if (lane == 0) {
+#pragma unroll
+                for (unsigned r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty_bar + 8 * s, r);
+            }
+            // Promotion: the chunk's fp32 sums, scaled, into the full-precision accumulator.
+#pragma unroll
+            for (int j = 0; j < 16; ++j) {
+                total[4 * j] = fmaf(chunk[4 * j], f0, total[4 * j]);
+                total[4 * j + 1] = fmaf(chunk[4 * j + 1], f0, total[4 * j + 1]);
+                total[4 * j + 2] = fmaf(chunk[4 * j + 2], f1, total[4 * j + 2]);
+                total[4 * j + 3] = fmaf(chunk[4 * j + 3], f1, total[4 * j + 3]);
+            }
+        }
+
+        // Epilogue: round to bf16 and store pairs; the producer is already filling the
+        // stages of this CTA's next tile.
+        const long long row = static_cast<long long>(tm) * BM + row_in_tile;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j) {
+            const long long col = static_cast<long long>(tn) * BN + 8 * j + 2 * (lane % 4);
+            D[(row * N + col) / 2] = pack_bf16x2(total[4 * j], total[4 * j + 1]);
+            D[((row + 8) * N + col) / 2] = pack_bf16x2(total[4 * j + 2], total[4 * j + 3]);
+        }
+    }
+    // Consumer 1 handed consumer 0 one turn more than it took: take it, so no arrival is left.
+    if (consumer == 0) turn_wait(0);
+    // No CTA leaves while its peer may still arrive on its barriers.
+    cluster_sync();
+}
