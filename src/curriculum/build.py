@@ -196,7 +196,7 @@ class _EditionJob:
                                 self.date)
             renderer.keep_fragments = self.share_fragments
             render_into(renderer, page_units(view.catalog), out)  # every unit is dirty
-            leaks = LeakCheck(withheld_texts(self.catalog, view), public_texts(view))
+            leaks = LeakCheck(withheld_texts(self.catalog, view), lambda: public_texts(view))
 
             def check_pages() -> None:  # while Pagefind indexes; its files are checked after
                 check_links(out.files, edition.id, diags)
@@ -264,7 +264,7 @@ def _run_editions(job: _EditionJob, ids: list[str]
     """Each edition's build, side by side in forked processes where the system allows.
 
     Editions share nothing but the checked project, which a forked worker inherits
-    without copying; each sends back its pages and diagnostics. The first edition
+    without copying; each sends back its pages and diagnostics. The last edition
     runs in this process while the workers run the others.
     """
     global _JOB
@@ -277,18 +277,22 @@ def _run_editions(job: _EditionJob, ids: list[str]
             # Large editions index their search bundles one edition at a time.
             index.PAGEFIND_LOCK = multiprocessing.get_context("fork").Lock()
             gc.freeze()  # the collector leaves the inherited catalog's pages shared
-            rest = [pool.submit(_run_job, e) for e in ids[1:]]
-            results: list[tuple[Output, list[Diagnostic], Path | None]] = []
+            # This process validated the project while the worker only highlighted code,
+            # so it takes the last edition, which withholds least and so has the least to
+            # leak-check; the workers take the others.
+            rest = {e: pool.submit(_run_job, e) for e in ids[:-1]}
+            done: dict[str, tuple[Output, list[Diagnostic], Path | None]] = {}
             failure: BaseException | None = None
             try:
-                results.append(job.run(ids[0]))
+                done[ids[-1]] = job.run(ids[-1])
             except BaseException as exc:
                 failure = exc
-            for future in rest:
+            for e, future in rest.items():
                 try:
-                    results.append(future.result())
+                    done[e] = future.result()
                 except BaseException as exc:
                     failure = failure or exc
+            results = [done[e] for e in ids if e in done]
     finally:
         _JOB = None
         index.PAGEFIND_LOCK = None

@@ -12,6 +12,7 @@ import gzip
 import hashlib
 import html
 import json
+import os
 import re
 import subprocess
 import tempfile
@@ -38,8 +39,14 @@ _MAIN = re.compile(r"<main[^>]*>(.*?)</main>", re.S)
 
 def visible_text(page_html: str) -> str:
     """The text of a page's <main>, tags removed and entities decoded."""
-    m = _MAIN.search(page_html)
-    body = m.group(1) if m else page_html
+    start = page_html.find("<main")
+    inner = page_html.find(">", start) + 1 if start >= 0 else 0
+    end = page_html.find("</main>", inner) if inner else -1
+    if end >= 0:  # what `_MAIN` finds, without its character-by-character scan
+        body = page_html[inner:end]
+    else:
+        m = _MAIN.search(page_html)
+        body = m.group(1) if m else page_html
     body = re.sub(r"<(script|style|math)[^>]*>.*?</\1>", " ", body, flags=re.S)
     return _SPACE.sub(" ", html.unescape(_TAG.sub(" ", body))).strip()
 
@@ -82,7 +89,8 @@ class _Pagefind:
             binary = str(_must_get_executable())
         except Exception as exc:  # noqa: BLE001 - the wrapper raises its own kinds
             raise UsageError(f"Pagefind is installed but its program was not found: {exc}") from exc
-        self.scratch = tempfile.TemporaryDirectory(prefix="curriculum-search-")
+        self.scratch = tempfile.TemporaryDirectory(prefix="curriculum-search-",
+                                                   dir=_memory_folder())
         site = Path(self.scratch.name, "site")
         for path, page_html in pages:
             target = site / path
@@ -121,6 +129,15 @@ class _Pagefind:
         self.scratch.cleanup()
 
 
+def _memory_folder() -> str | None:
+    """A memory-backed folder for Pagefind's scratch copy where the system has one
+    (/dev/shm on Linux), else the default temporary folder: the copy and its bundle are
+    thousands of small files, written once, read once and removed, which on a busy disk
+    cost more than Pagefind's own indexing."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
+
+
 class Cancelled(Exception):
     """The indexes being made were asked for no longer (a newer edit is on its way)."""
 
@@ -140,12 +157,19 @@ def _searchable(page_html: str) -> str:
     """The part of a page Pagefind reads: its title and <main>. Sending only that
     keeps each message to the Pagefind service small (a course sidebar lists
     every capsule, and a thousand full pages through its pipe stalled it)."""
-    title = _TITLE.search(page_html)
-    main = _MAIN_ELEMENT.search(page_html)
-    if main is None:
+    # What `_TITLE` and `_MAIN_ELEMENT` find, by `str.find` (the patterns' lazy `.*?` steps
+    # through a page character by character).
+    start = page_html.find("<main")
+    while start >= 0 and page_html[start + 5:start + 6] not in (" ", ">"):
+        start = page_html.find("<main", start + 5)
+    end = page_html.find("</main>", start) if start >= 0 else -1
+    if end < 0:
         return page_html
-    head = title.group(0) if title else ""
-    return f"<!doctype html><html><head>{head}</head><body>{main.group(0)}</body></html>"
+    main = page_html[start:end + len("</main>")]
+    open_at = page_html.find("<title>")
+    close_at = page_html.find("</title>", open_at) if open_at >= 0 else -1
+    head = page_html[open_at:close_at + len("</title>")] if close_at >= 0 else ""
+    return f"<!doctype html><html><head>{head}</head><body>{main}</body></html>"
 
 
 def start_search_index(out: Output, catalog: Catalog,

@@ -20,7 +20,7 @@ again, so every warning has the exact line and column of the number.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from curriculum.catalog import Body
@@ -33,7 +33,7 @@ YAML_HINT = ("YAML fields are plain text, where no markup renders: say it withou
              "or move it into the Markdown body where it can be cited")
 
 _SPACE = r"[ \u00a0\u2009\u202f]?"
-_NUMBER = r"(?<![\w.,/\-])\d+(?:[.,]\d+)*"
+_NUMBER = r"(?=\d)(?<![\w.,/\-])\d+(?:[.,]\d+)*"
 # Spelled-out forms ("FLOP per byte", "TB per second", "milliseconds") are the same units.
 _UNITS = (
     r"(?:[GTP]FLOP/s|[GTP]FLOPS|FLOPs?/B|FLOPs?/byte|FLOPs? per byte|[GT]i?B/s"
@@ -50,9 +50,11 @@ TYPED_NUMBER = re.compile(
 _PLURAL = re.compile(r"\d*0s")
 
 _FENCE_TYPES = ("fence", "code_block", "math_block", "math_block_label", "comment")
-_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
+# A pattern that opens with a lookbehind is tried at every position; the lookahead in
+# front lets the engine skip to the next character that can start a match.
+_CODE_SPAN = re.compile(r"(?=`)(?<!`)(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.S)
 _DISPLAY_MATH = re.compile(r"\$\$.+?\$\$", re.S)
-_INLINE_MATH = re.compile(r"(?<![\\$\w])\$(?![\s$])(?:\\.|[^$\n])+?(?<![\s\\])\$(?!\d)")
+_INLINE_MATH = re.compile(r"(?=\$)(?<![\\$\w])\$(?![\s$])(?:\\.|[^$\n])+?(?<![\s\\])\$(?!\d)")
 _LINK_URL = re.compile(r"\]\(\s*<?[^)\s>]*>?(?:\s+\"[^\"]*\")?\s*\)")
 _REF_DEF = re.compile(r"^ {0,3}\[[^\]]+\]:\s*\S+.*$", re.M)
 _AUTOLINK = re.compile(r"<[a-zA-Z][a-zA-Z0-9+.-]*:[^\s<>]*>|https?://[^\s)>\]]+")
@@ -81,21 +83,40 @@ def _typed_spans(text: str) -> Iterator[tuple[int, int]]:
             yield m.start(), found[0]
 
 
+def _blank_all(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """`_blank` of every span at once: one copy of the text, not one per span."""
+    pieces: list[str] = []
+    pos = 0
+    for start, end in sorted(spans):
+        start = max(start, pos)
+        if end <= start:
+            continue
+        segment = text[start:end]
+        pieces += [text[pos:start], " " * len(segment) if "\n" not in segment
+                   else "\n".join(" " * len(line) for line in segment.split("\n"))]
+        pos = end
+    if not pieces:
+        return text
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
 def mask(text: str, code_lines: set[int] | None = None, markup: bool = True) -> str:
     """`text` with everything that is not prose blanked out, positions unchanged
-    (fig/est/spec markup too, unless `markup` is false)."""
+    (fig/est/spec markup too, unless `markup` is false).
+
+    Each pattern in turn looks at the text as the patterns before it left it, so a
+    link inside a code span, say, is gone before links are looked for."""
     if code_lines:
         lines = text.split("\n")
         text = "\n".join(" " * len(line) if i in code_lines else line
                          for i, line in enumerate(lines))
     for pattern in (_COMMENT, _CODE_SPAN):
-        for m in pattern.finditer(text):
-            text = _blank(text, m.start(), m.end())
-    for start, end in list(_typed_spans(text)) if markup else []:
-        text = _blank(text, start, end)
+        text = _blank_all(text, (m.span() for m in pattern.finditer(text)))
+    if markup:
+        text = _blank_all(text, list(_typed_spans(text)))
     for pattern in (_DISPLAY_MATH, _INLINE_MATH, _LINK_URL, _REF_DEF, _AUTOLINK):
-        for m in pattern.finditer(text):
-            text = _blank(text, m.start(), m.end())
+        text = _blank_all(text, (m.span() for m in pattern.finditer(text)))
     return text
 
 
