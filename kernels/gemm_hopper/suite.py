@@ -16,13 +16,15 @@ work model and roofline are the same objects), changed where these versions need
   Triton templates against cuBLAS when it compiles each shape.
 
 Every version states its geometry in its own constants (BM, BN, BK, THREADS, SMEM_BYTES,
-CLUSTER), which the launcher reads from the source it launches. CuPy, NumPy and PyTorch are
+CLUSTER), which the launcher reads from the source it launches, with the name of its one
+`extern "C"` kernel: a new version needs no entry here. CuPy, NumPy and PyTorch are
 imported inside functions only: this module is imported on machines without a GPU.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,11 +45,17 @@ LLM_SHAPES: tuple[Shape, ...] = (
 )
 SHAPES = (*SQUARES, *LLM_SHAPES)
 
-ENTRIES = {
-    "01_tma_store": "gemm_bf16_tma_store",
-    "02_cluster_multicast": "gemm_bf16_cluster_multicast",
-    "03_release_cluster": "gemm_bf16_release_cluster",
-}
+# The kernel entry: the one `extern "C" __global__` function of a version's source, after its
+# attributes (`__cluster_dims__(...)`, `__launch_bounds__(...)`).
+_ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__\w+__\s*\([^)]*\)\s*)*(\w+)\s*\(')
+
+
+def entry_of(stem: str, source: str) -> str:
+    """The name of the version's kernel, read from its source (one entry a file)."""
+    names = _ENTRY.findall(source)
+    if len(names) != 1:
+        raise ValueError(f'gemm_hopper/{stem}: expected one extern "C" kernel, found {names}')
+    return names[0]
 
 
 @dataclass(frozen=True)
@@ -82,7 +90,13 @@ def geometry(stem: str, source: str) -> Geometry:
     if missing:
         raise ValueError(f"gemm_hopper/{stem}: the source does not define {missing}")
     return Geometry(
-        ENTRIES[stem], c["BM"], c["BN"], c["BK"], c["THREADS"], c["SMEM_BYTES"], c["CLUSTER"]
+        entry_of(stem, source),
+        c["BM"],
+        c["BN"],
+        c["BK"],
+        c["THREADS"],
+        c["SMEM_BYTES"],
+        c["CLUSTER"],
     )
 
 

@@ -22,10 +22,12 @@ hop = suite_module("gemm_hopper")
 VERSIONS = discover_versions(TOPIC_DIR)
 
 
-def test_every_version_has_an_entry_its_source_defines() -> None:
-    assert {v.stem for v in VERSIONS} == set(hop.ENTRIES)
-    for v in VERSIONS:
-        assert f"\n{hop.ENTRIES[v.stem]}(" in v.source
+def test_each_version_names_one_kernel_after_its_attributes() -> None:
+    entries = [hop.entry_of(v.stem, v.source) for v in VERSIONS]
+    assert entries[:2] == ["gemm_bf16_tma_store", "gemm_bf16_cluster_multicast"]
+    assert len(set(entries)) == len(entries)
+    with pytest.raises(ValueError, match="one extern"):
+        hop.entry_of("x", VERSIONS[0].source + VERSIONS[1].source)
 
 
 def test_geometry_is_read_from_the_source() -> None:
