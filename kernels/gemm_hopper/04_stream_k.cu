@@ -371,27 +371,27 @@ gemm_bf16_stream_k(const __grid_constant__ TensorMap tmap_a,  // A: M x K, box 6
             int it = 0, dp_t = cluster_id, t, kt_begin, kt_end;
             int w = first;
             while (next_piece(sched, k_tiles, last, dp_t, w, t, kt_begin, kt_end)) {
-              int cm, tn;
-              cluster_tile_coords(t, rows_c, tiles_n, cm, tn);
-              const int tm = cm * CLUSTER + static_cast<int>(rank);
-              for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
-                const int s = it % STAGES;
-                if (it >= STAGES) mbar_wait(empty_bar + 8 * s, ((it / STAGES) - 1) & 1);
-                const unsigned bar = full_bar + 8 * s;
-                mbar_expect_tx(bar, STAGE_BYTES);
-                tma_load_2d(a_smem + s * A_STAGE_BYTES, &tmap_a, bar, kt * BK, tm * BM);
+                int cm, tn;
+                cluster_tile_coords(t, rows_c, tiles_n, cm, tn);
+                const int tm = cm * CLUSTER + static_cast<int>(rank);
+                for (int kt = kt_begin; kt < kt_end; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    if (it >= STAGES) mbar_wait(empty_bar + 8 * s, ((it / STAGES) - 1) & 1);
+                    const unsigned bar = full_bar + 8 * s;
+                    mbar_expect_tx(bar, STAGE_BYTES);
+                    tma_load_2d(a_smem + s * A_STAGE_BYTES, &tmap_a, bar, kt * BK, tm * BM);
 #pragma unroll
-                for (int i = 0; i < B_BOXES_PER_CTA; ++i) {
-                    const int box = static_cast<int>(rank) * B_BOXES_PER_CTA + i;
-                    const unsigned dst = b_smem + s * B_STAGE_BYTES + box * B_BOX_BYTES;
-                    if constexpr (CLUSTER > 1) {
-                        tma_load_2d_multicast(dst, &tmap_b, bar, tn * BN + box * BOX, kt * BK,
-                                              static_cast<unsigned short>((1u << CLUSTER) - 1));
-                    } else {
-                        tma_load_2d(dst, &tmap_b, bar, tn * BN + box * BOX, kt * BK);
+                    for (int i = 0; i < B_BOXES_PER_CTA; ++i) {
+                        const int box = static_cast<int>(rank) * B_BOXES_PER_CTA + i;
+                        const unsigned dst = b_smem + s * B_STAGE_BYTES + box * B_BOX_BYTES;
+                        if constexpr (CLUSTER > 1) {
+                            tma_load_2d_multicast(dst, &tmap_b, bar, tn * BN + box * BOX, kt * BK,
+                                                  static_cast<unsigned short>((1u << CLUSTER) - 1));
+                        } else {
+                            tma_load_2d(dst, &tmap_b, bar, tn * BN + box * BOX, kt * BK);
+                        }
                     }
                 }
-              }
             }
             // Wait for the last STAGES releases: after them no peer arrives here again.
             for (int i = 0; i < STAGES; ++i, ++it) {
