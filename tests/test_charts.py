@@ -312,3 +312,19 @@ def test_where_keeps_only_the_matching_shapes(sources: Path) -> None:
     none = ChartSpec(kind="sweep", topic="memory", alt="z", where={"kib": 3})
     with pytest.raises(ValueError, match="shapes with kib=3"):
         render_chart(none, latency_results(), sources)
+
+
+def test_chart_of_an_unmeasured_topic_is_a_located_warning(sample: Path) -> None:
+    """A chart of a topic the results file lacks warns at its line; the check does not crash."""
+    from conftest import edit
+
+    from curriculum.build import check_project
+
+    rel = "content/courses/demo/capsules/tiling.md"
+    edit(sample, rel, "kind: ladder\ntopic: demo\n", "kind: sweep\ntopic: nowhere\n")
+    diags, catalog, _ = check_project(sample, TEMPLATES)
+    assert catalog is not None
+    missing = [d for d in diags.warnings if d.code == "chart.missing"]
+    assert len(missing) == 1, [str(d) for d in diags.warnings]
+    assert missing[0].loc.path.endswith("tiling.md") and missing[0].loc.line == 20
+    assert "'nowhere'" in missing[0].message

@@ -189,21 +189,21 @@ class Measurements:
             diags.warning(Loc(file, line + 1, 1), "chart.missing",
                           f"no results for {gpu} to draw the {spec.kind} chart of '{spec.topic}'")
             return None
-        name = f"{spec.kind}-{spec.topic}-{chart_inputs_hash(spec, results)[:12]}.svg"
-        # The cache key also covers the version files on disk, which a ladder shows unmeasured.
-        cached = self.root / CHART_CACHE / f"{chart_inputs_hash(spec, results, self.root)}.svg"
         try:
-            svg = cached.read_text(encoding="utf-8")
-        except OSError:
+            name = f"{spec.kind}-{spec.topic}-{chart_inputs_hash(spec, results)[:12]}.svg"
+            # The cache key also covers the version files on disk, which a ladder shows unmeasured.
+            cached = self.root / CHART_CACHE / f"{chart_inputs_hash(spec, results, self.root)}.svg"
             try:
+                svg = cached.read_text(encoding="utf-8")
+            except OSError:
                 svg = render_chart(spec, results, self.root)
-            except ImportError as exc:  # drawing needs matplotlib; a cached chart did not
-                diags.error(Loc(file, line + 1, 1), "chart.unavailable", f"cannot render charts: {exc}")
-                return None
-            except ValueError as exc:
-                diags.warning(Loc(file, line + 1, 1), "chart.missing", str(exc))
-                return None
-            _keep(cached, svg)
+                _keep(cached, svg)
+        except ImportError as exc:  # drawing needs matplotlib; a cached chart did not
+            diags.error(Loc(file, line + 1, 1), "chart.unavailable", f"cannot render charts: {exc}")
+            return None
+        except ValueError as exc:  # nothing measured to draw (yet), or a shape key it lacks
+            diags.warning(Loc(file, line + 1, 1), "chart.missing", str(exc))
+            return None
         chart = Chart(svg, name, spec.alt, spec.caption)
         self._charts[key] = chart
         return chart
