@@ -139,9 +139,11 @@ def test_committed_schemas_are_current(tmp_path: Path) -> None:
 
 def test_editions_built_side_by_side_match_one_at_a_time(tmp_path: Path) -> None:
     """Each build runs in a fresh interpreter: this one may hold threads (a served site, a
-    browser driver), and a process with threads builds its editions one at a time."""
+    browser driver), and a process with threads builds its editions one at a time. The
+    side-by-side build also has its second process parse the later half of the capsules
+    (a large course's way, here from two capsules on)."""
     script = ("import sys; from pathlib import Path; import curriculum.build as b; "
-              "assert b._can_fork(), 'no fork here'; "
+              "assert b._can_fork(), 'no fork here'; b.PARSE_ELSEWHERE_FROM = 2; "
               "b.build(Path(sys.argv[1]), out_dir=Path(sys.argv[2]), templates=Path(sys.argv[3]))")
     for jobs, out in (("1", "one"), ("2", "two")):
         env = {**os.environ, "SOURCE_DATE_EPOCH": EPOCH, "CURRICULUM_JOBS": jobs}

@@ -7,25 +7,32 @@ their pages with the same functions. Both import this module, and it imports nei
 
 from __future__ import annotations
 
+import contextlib
+import marshal
 import re
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from markdown_it.token import Token
 from pydantic import BaseModel, ValidationError
 
 from curriculum.assets import DEFAULT_MAX_BYTES, Refused, confine
 from curriculum.catalog import Body
 from curriculum.errors import Diagnostics, Loc, did_you_mean
 from curriculum.lint import check_markup, lint_body
-from curriculum.load import RawDoc
+from curriculum.load import RawDoc, markdown_doc
 from curriculum.markdown import (
     CONTENT_SCHEMES,
     LANGUAGES,
     collect_refs,
+    flat_tokens,
     is_allowed_link,
     link_scheme,
     parse,
+    split_at_marker,
     to_mathml,
+    tokens_from_flat,
 )
 
 # --- schema errors --------------------------------------------------------------
@@ -102,8 +109,70 @@ def _inner_model(annotation: Any) -> type[BaseModel] | None:
 
 
 def parse_body(text: str, file: str, line: int) -> Body:
-    tokens = parse(text)
+    tokens = _ELSEWHERE.take(text, file)
+    if tokens is None:
+        tokens = parse(text)
     return Body(text, file, line, collect_refs(tokens), tuple(tokens))
+
+
+# --- bodies parsed by another process ---------------------------------------------
+#
+# Parsing is most of validating a large course, and it needs nothing from the rest of the
+# project: while this process loads and validates, a second one parses the bodies of the
+# last capsule files in load order (`parse_capsule_files`), and `parse_body` takes each
+# from there when validation reaches it. A body found differently there (or not at all) is
+# parsed here, so the tokens are those of `parse(text)` either way.
+
+
+def parse_capsule_files(root: Path, paths: list[Path]) -> dict[str, bytes]:
+    """The bodies of these capsule files, split at `<!-- more -->` as `validate` splits
+    them and parsed, each under its text as `marshal`'d `flat_tokens`."""
+    found: dict[str, bytes] = {}
+    for path in paths:
+        doc = markdown_doc(root, path, "capsule", Diagnostics())
+        if doc is None:
+            continue  # validation reports it
+        head, tail, _ = split_at_marker(doc.body, "more")
+        for text in (head, tail):
+            if text is not None and text not in found:
+                with contextlib.suppress(ValueError):  # what marshal cannot write: parse there
+                    found[text] = marshal.dumps(flat_tokens(parse(text)))
+    return found
+
+
+class _Elsewhere:
+    """The files whose bodies another process is parsing, and how to wait for them."""
+
+    def __init__(self) -> None:
+        self.files: frozenset[str] = frozenset()
+        self.result: Callable[[], dict[str, bytes]] | None = None
+        self.parsed: dict[str, bytes] | None = None
+
+    def take(self, text: str, file: str) -> list[Token] | None:
+        if file not in self.files or self.result is None:
+            return None
+        if self.parsed is None:
+            try:
+                self.parsed = self.result()
+            except Exception:  # noqa: BLE001 - the other process failed: parse here instead
+                self.parsed = {}
+        blob = self.parsed.pop(text, None)
+        return None if blob is None else tokens_from_flat(marshal.loads(blob))
+
+
+_ELSEWHERE = _Elsewhere()
+
+
+@contextlib.contextmanager
+def parsed_elsewhere(files: Iterable[str], result: Callable[[], dict[str, bytes]]
+                     ) -> Iterator[None]:
+    """While inside, `parse_body` takes the bodies of `files` (source names, as a RawDoc's
+    `file`) from `result()`, which waits for `parse_capsule_files` in another process."""
+    _ELSEWHERE.files, _ELSEWHERE.result, _ELSEWHERE.parsed = frozenset(files), result, None
+    try:
+        yield
+    finally:
+        _ELSEWHERE.files, _ELSEWHERE.result, _ELSEWHERE.parsed = frozenset(), None, None
 
 
 def check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnostics,

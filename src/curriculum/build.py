@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from curriculum import index, store
+from curriculum.bodies import parse_capsule_files, parsed_elsewhere
 from curriculum.catalog import Catalog
 from curriculum.check import LeakCheck, check_links
 from curriculum.engine import page_units, render_into
@@ -124,10 +125,16 @@ def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = 
         raise UsageError(f"no templates folder at {templates}")
     store.load(root)  # what the last build highlighted and converted
     with _forked(min(1, build_jobs() - 1)) as side:
-        # While this process loads and validates, a second one highlights the code blocks.
+        # While this process loads and validates, a second one parses the later half of
+        # the capsules (this one parses the first half meanwhile, then takes those), then
+        # highlights the code blocks.
+        later = _later_capsules(root)
+        parsing = side.submit(parse_capsule_files, root, later) if side and later else None
         pending = side.submit(highlight_files, sorted((root / "content").rglob("*.md"))) \
             if side is not None else None
-        diags, catalog, measurements = check_project(root, templates)
+        with parsed_elsewhere([p.relative_to(root).as_posix() for p in later],
+                              parsing.result) if parsing else contextlib.nullcontext():
+            diags, catalog, measurements = check_project(root, templates)
         if pending is not None and pending.exception() is None:
             add_highlighted(pending.result())  # a failure there costs only the time
     diags.raise_if_failed(strict)
@@ -165,6 +172,17 @@ def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = 
     if write:
         store.save(root)  # for the next build
     return result
+
+
+def _later_capsules(root: Path) -> list[Path]:
+    """The later half of the capsule files, in the order `load` reads them (courses, then
+    files, by name); none below a few hundred, where a second process costs more."""
+    files = [md for course in sorted((root / "content" / "courses").glob("*"))
+             for md in sorted((course / "capsules").glob("*.md"))]
+    return files[len(files) // 2:] if len(files) >= PARSE_ELSEWHERE_FROM else []
+
+
+PARSE_ELSEWHERE_FROM = 200
 
 
 @dataclass

@@ -218,6 +218,32 @@ def parse(text: str) -> list[Token]:
     return parser().parse(text, {})
 
 
+# Tokens as plain tuples, for `marshal` to carry between processes: several times as fast
+# to write and read back as pickling the Token objects (see `bodies.parse_capsule_files`).
+
+
+def flat_tokens(tokens: list[Token]) -> list[tuple[Any, ...]]:
+    return [_flat(t) for t in tokens]
+
+
+def _flat(t: Token) -> tuple[Any, ...]:
+    return (t.type, t.tag, t.nesting, t.attrs, t.map, t.level,
+            None if t.children is None else [_flat(c) for c in t.children],
+            t.content, t.markup, t.info, t.meta, t.block, t.hidden)
+
+
+def tokens_from_flat(rows: list[tuple[Any, ...]]) -> list[Token]:
+    return [_token(row) for row in rows]
+
+
+def _token(row: tuple[Any, ...]) -> Token:
+    t = object.__new__(Token)  # every field is set below; the constructor's checks ran once
+    (t.type, t.tag, t.nesting, t.attrs, t.map, t.level, children, t.content, t.markup,
+     t.info, t.meta, t.block, t.hidden) = row
+    t.children = None if children is None else [_token(c) for c in children]
+    return t
+
+
 # --- what a document refers to ------------------------------------------------------
 
 
