@@ -364,6 +364,7 @@ def _check_corner(out: Any, arrays: Arrays, what: str) -> None:
     import cupy
 
     rows = 256
+    kit.synchronize()  # the candidate ran on torch's stream; the check reads on CuPy's
     a = dequantise_rows(arrays["a"][:rows], arrays["scale_a"][:, :rows], cupy)
     b = dequantise_blocks(arrays["b"][:rows], arrays["scale_b"][: rows // BLOCK], cupy)
     want = a @ b.T
@@ -393,6 +394,7 @@ def _scaled_mm_blockwise(arrays: Arrays, shape: Shape) -> Callable[[], None]:
     def call() -> Any:
         return torch._scaled_mm(a, bt, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16)
 
+    kit.synchronize()  # the inputs were written on CuPy's stream
     _check_corner(call(), arrays, "torch._scaled_mm block-scaled")
     return kit.warmed(kit.on_cupy_stream(call))
 
@@ -411,6 +413,7 @@ def _functional_blockwise(arrays: Arrays, shape: Shape) -> Callable[[], None]:
             output_dtype=torch.bfloat16,
         )
 
+    kit.synchronize()
     _check_corner(call(), arrays, "F.scaled_mm block-scaled")
     return kit.warmed(kit.on_cupy_stream(call))
 
