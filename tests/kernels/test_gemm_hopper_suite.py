@@ -48,7 +48,7 @@ def test_geometry_refuses_a_source_without_its_constants() -> None:
 def test_every_shape_fits_every_version() -> None:
     for v in VERSIONS:
         g = hop.geometry(v.stem, v.source)
-        for shape in hop.SHAPES:
+        for shape in (*hop.SHAPES, *hop.CHECK_SHAPES):
             assert g.accepts(shape), (v.stem, shape)
     g2 = hop.geometry("02_cluster_multicast", VERSIONS[1].source)
     assert not g2.accepts({"m": 128 * 3, "n": 256, "k": 64})  # an odd number of tile rows
