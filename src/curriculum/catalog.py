@@ -29,6 +29,7 @@ from curriculum.models import (
 # Above this many capsules, validation keeps each body's parsed tokens pickled and
 # compressed (about a tenth of their size) and the renderer unpacks them when it renders the
 # body: a 10,000-capsule course would otherwise hold about a gigabyte of tokens per process.
+# Each edition keeps its EPUB chapters compressed above the same size (`Chapter.of`).
 PACK_TOKENS_ABOVE = 2000
 
 

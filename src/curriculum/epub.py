@@ -143,11 +143,23 @@ class _Book:
                                key=lambda c: order[c.capsule])
         self.by_path = {c.path: _chapter_file(c) for c in self.chapters}
         self.media: dict[str, bytes] = {}
+        self.links: dict[tuple[str, str], str] = {}
 
     def link(self, page: str, href: str) -> str:
         """A link from a chapter: inside the book where it can, else to the site."""
         if not href or href.startswith("#") or ":" in href.split("/")[0]:
             return href
+        # Each chapter's page has a folder of its own, and its siblings link to the same
+        # places: a link that leaves the folder ("../x" from a/b/) resolves as "x" from a/,
+        # so it is worked out once for all the siblings.
+        key = (posixpath.dirname(posixpath.dirname(page)), href[3:]) \
+            if href.startswith("../") and page.count("/") >= 2 else (page, href)
+        found = self.links.get(key)
+        if found is None:
+            found = self.links[key] = self._resolve(page, href)
+        return found
+
+    def _resolve(self, page: str, href: str) -> str:
         target, _, frag = href.partition("#")
         site_path = posixpath.normpath(posixpath.join(posixpath.dirname(page), target))
         if site_path.endswith("/") or not posixpath.splitext(site_path)[1]:

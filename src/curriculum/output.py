@@ -76,8 +76,9 @@ def relpath(to_path: str, from_dir: str) -> str:
 class Chapter:
     """One capsule as the edition shows it, kept for the course's EPUB.
 
-    `html` is the page's body fragment (held compressed: a large course keeps one per
-    capsule until its book is made); its relative links resolve against `path`.
+    `html` is the page's body fragment (held compressed when `of` is told to pack it: a
+    large course keeps one per capsule until its book is made); its relative links
+    resolve against `path`.
     """
 
     course: str
@@ -86,15 +87,17 @@ class Chapter:
     title: str
     summary: str
     path: str
-    packed: bytes
+    packed: bytes | str  # str: not compressed
     locked: bool
 
     @classmethod
-    def of(cls, *, html: str, **fields: Any) -> Chapter:
-        return cls(packed=zlib.compress(html.encode("utf-8"), 1), **fields)
+    def of(cls, *, html: str, pack: bool = True, **fields: Any) -> Chapter:
+        return cls(packed=zlib.compress(html.encode("utf-8"), 1) if pack else html, **fields)
 
     @property
     def html(self) -> str:
+        if isinstance(self.packed, str):
+            return self.packed
         return zlib.decompress(self.packed).decode("utf-8")
 
 

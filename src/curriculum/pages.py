@@ -8,6 +8,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from curriculum.catalog import PACK_TOKENS_ABOVE
 from curriculum.measure import parse_ref
 from curriculum.output import JOIN_PAGE, KIND_LABELS, Chapter, epub_path, page_url, relative
 from curriculum.puzzle.site import puzzle_pages, puzzles_href
@@ -145,7 +146,8 @@ def capsule(r: Renderer, cap_id: str) -> None:
     rest_html = r.markdown(cap.rest, path)
     r.out.chapters.append(Chapter.of(course=cap.course, part=part.title, capsule=cap_id,
                                      title=cap.meta.title, summary=cap.meta.summary, path=path,
-                                     html=str(preview_html) + str(rest_html), locked=locked))
+                                     html=str(preview_html) + str(rest_html), locked=locked,
+                                     pack=len(r.cat.capsules) > PACK_TOKENS_ABOVE))
     if next_cap is not None:
         up_next = _link(r, path, next_cap.meta.title, page_url("capsule", next_cap.id, r.cat))
     else:
