@@ -1,8 +1,10 @@
 """FlashAttention-3-style forward on Hopper: TMA, wgmma, warp specialisation, ping-pong.
 
-One benchmark, `prefill`, over the attention topic's prefill inputs, sampled float64 reference,
+Two benchmarks over the attention topic's prefill inputs, sampled float64 reference,
 comparison and SDPA candidates (taken from `kernels/attention/suite.py`, so a figure here and
-one there rest on the same arrays and checks), with two extra shape keys:
+one there rest on the same arrays and checks): `prefill` measures 01 at every shape;
+`prefill_no_pingpong` measures 02 (01 compiled without the turns between its consumer
+warpgroups) at the headline only, to show what the ping-pong buys. Two extra shape keys:
 
 - `causal` (0 or 1): 1 masks key j for query i when j > i. The attention suite has no causal
   case, so the causal reference (the same sampled rows, the mask applied in float64) and the
@@ -27,9 +29,11 @@ without a GPU.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from curriculum.bench import kit
@@ -45,6 +49,7 @@ from curriculum.bench.api import (
 )
 from curriculum.bench.suites import suite_module
 
+HERE = Path(__file__).resolve().parent
 ATTENTION = suite_module("attention", __file__)
 GEMM = suite_module("gemm", __file__)
 
@@ -221,6 +226,37 @@ TOL_REASON = (
     "128-row block wrong or one 128-key tile dropped; the causal reference masks in float64"
 )
 
+PREFILL = Benchmark(
+    name="prefill",
+    match="01_*",
+    inputs=ATTENTION._prefill_inputs,
+    outputs={"o": OutputSpec(lambda s: (s["b"], s["h"], s["s"], s["d"]), "uint16")},
+    reference=reference,
+    launch=launch,
+    flops=flops,
+    bytes=ATTENTION.prefill_bytes,
+    work_convention=WORK,
+    tolerance=ATTENTION.PREFILL_TOL,
+    tolerance_reason=TOL_REASON,
+    shapes=SHAPES,
+    headline=HEADLINE,
+    roofline=Roofline(bandwidth="copy", compute="gemm_bf16"),
+    baselines=SDPA,
+    compile_options=("--std=c++17", "-arch=sm_90a"),
+    compare=ATTENTION.prefill_compare,
+    check_shapes=CHECK_SHAPES,
+)
+
+# 02 includes 01's source (hence -I), and is measured at the headline only.
+NO_PINGPONG = dataclasses.replace(
+    PREFILL,
+    name="prefill_no_pingpong",
+    match="02_*",
+    shapes=(HEADLINE,),
+    check_shapes=tuple(s for s in CHECK_SHAPES if s["d"] == 128),
+    version_options={"02_no_pingpong": ("-arch=sm_90a", f"-I{HERE}")},
+)
+
 SUITE = Suite(
     topic="fa3",
     description=(
@@ -228,26 +264,5 @@ SUITE = Suite(
         "shared-memory ring fed by a producer warpgroup, wgmma for both products with P from "
         "registers, and two consumer warpgroups taking turns at the tensor cores."
     ),
-    benchmarks=[
-        Benchmark(
-            name="prefill",
-            match="0*",
-            inputs=ATTENTION._prefill_inputs,
-            outputs={"o": OutputSpec(lambda s: (s["b"], s["h"], s["s"], s["d"]), "uint16")},
-            reference=reference,
-            launch=launch,
-            flops=flops,
-            bytes=ATTENTION.prefill_bytes,
-            work_convention=WORK,
-            tolerance=ATTENTION.PREFILL_TOL,
-            tolerance_reason=TOL_REASON,
-            shapes=SHAPES,
-            headline=HEADLINE,
-            roofline=Roofline(bandwidth="copy", compute="gemm_bf16"),
-            baselines=SDPA,
-            compile_options=("--std=c++17", "-arch=sm_90a"),
-            compare=ATTENTION.prefill_compare,
-            check_shapes=CHECK_SHAPES,
-        ),
-    ],
+    benchmarks=[PREFILL, NO_PINGPONG],
 )

@@ -28,12 +28,23 @@ def suite(loaded: LoadedSuite) -> ModuleType:
     return sys.modules["curriculum_suite_fa3"]
 
 
-def test_declares_one_benchmark_over_both_masks_and_head_dims(
+def test_declares_the_sweep_and_the_ping_pong_comparison(
     loaded: LoadedSuite, suite: ModuleType
 ) -> None:
-    (bench,) = loaded.suite.benchmarks
+    bench, no_pingpong = loaded.suite.benchmarks
+    assert {v.stem: loaded.claims[v.stem].name for v in loaded.versions} == {
+        "01_wgmma_pingpong": "prefill",
+        "02_no_pingpong": "prefill_no_pingpong",
+    }
     assert dict(bench.headline) == {"b": 8, "h": 16, "s": 4096, "d": 128, "causal": 0}
-    assert len(plan_cases([loaded])) == len(bench.shapes) == 10
+    assert len(plan_cases([loaded])) == len(bench.shapes) + 1 == 11
+    # 02 is 01 without the turns: the headline only, the same checks and candidates
+    assert [dict(s) for s in no_pingpong.shapes] == [dict(bench.headline)]
+    assert no_pingpong.reference is bench.reference and no_pingpong.baselines == bench.baselines
+    assert no_pingpong.check_shapes and all(s["d"] == 128 for s in no_pingpong.check_shapes)
+    source = version_named(loaded, "02_no_pingpong").source
+    assert '#include "01_wgmma_pingpong.cu"' in source and "#define FA3_PINGPONG 0" in source
+    assert f"-I{FA3}" in no_pingpong.version_options["02_no_pingpong"]
     assert {(s["d"], s["causal"]) for s in bench.shapes} == {(128, 0), (128, 1), (64, 0), (64, 1)}
     sweep = [s for s in bench.shapes if s["d"] == 128 and not s["causal"]]
     assert sorted(s["s"] for s in sweep) == [1024, 2048, 4096, 8192]
