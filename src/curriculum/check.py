@@ -269,12 +269,6 @@ def _words(text: str) -> list[bytes]:
     return text.lower().encode("ascii", "replace").translate(_NOT_WORD).split()
 
 
-def shingles(text: str) -> set[tuple[str, ...]]:
-    """Every run of eight consecutive words, lower-cased."""
-    words = [w.decode("ascii") for w in _words(text)]
-    return set(zip(*(words[i:] for i in range(SHINGLE)), strict=False))
-
-
 def _run_hashes(words: list[bytes]) -> Any:
     """A hash of each run of eight words of `words`, in order (an int64 array): the
     words' hashes combined with a multiplier, in whole-array steps. A withheld text of a

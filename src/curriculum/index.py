@@ -149,16 +149,14 @@ class Cancelled(Exception):
 # static/pagefind-2/ and on, which the search page merges into it.
 PAGEFIND_CHUNK = 1200
 PAGEFIND_LOCK: Any = None  # a lock shared by forked edition workers, set by the build
-_TITLE = re.compile(r"<title>.*?</title>", re.S)
-_MAIN_ELEMENT = re.compile(r"<main[ >].*?</main>", re.S)
 
 
 def _searchable(page_html: str) -> str:
     """The part of a page Pagefind reads: its title and <main>. Sending only that
     keeps each message to the Pagefind service small (a course sidebar lists
     every capsule, and a thousand full pages through its pipe stalled it)."""
-    # What `_TITLE` and `_MAIN_ELEMENT` find, by `str.find` (the patterns' lazy `.*?` steps
-    # through a page character by character).
+    # The first <title>...</title> and <main ...>...</main>, found with `str.find` (a lazy
+    # `.*?` pattern steps through a page character by character).
     start = page_html.find("<main")
     while start >= 0 and page_html[start + 5:start + 6] not in (" ", ">"):
         start = page_html.find("<main", start + 5)
