@@ -140,9 +140,6 @@ class Geometry:
         return out
 
     def grid(self, shape: Shape, sms: int) -> tuple[int]:
-        """One CTA per SM, or for clusters, as many CTAs as can be resident at once (`sms`
-        is then the CTA count the driver says fits): a cluster that had to wait for another
-        to finish its whole tile list would double the time."""
         tiles = (shape["m"] // self.bm) * (shape["n"] // self.bn)
         return (min(tiles, sms) // self.cluster * self.cluster,)
 
@@ -263,7 +260,6 @@ def _reference(inputs64: Arrays, shape: Shape) -> Arrays:
 # --- launching ------------------------------------------------------------------------------
 
 _KERNELS: dict[tuple[int, str], Any] = {}
-_RESIDENT: dict[tuple[int, str], int] = {}
 _TENSOR_MAPS: dict[tuple[int, int, int, int], tuple[Any, Any]] = {}
 
 
@@ -326,28 +322,6 @@ def _tensor_maps(a: Any, b: Any, g: Geometry, shape: Shape) -> tuple[Any, Any]:
     return maps
 
 
-def _max_active_clusters(kernel: Any, g: Geometry, sms: int) -> int:
-    """cuOccupancyMaxActiveClusters for a kernel with compile-time cluster dimensions: how
-    many of its clusters the GPU holds at once (not every SM pair can host one)."""
-    import ctypes
-
-    class LaunchConfig(ctypes.Structure):  # CUlaunchConfig, cuda.h
-        _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
-                    ("shared", ctypes.c_uint), ("stream", ctypes.c_void_p),
-                    ("attrs", ctypes.c_void_p), ("num_attrs", ctypes.c_uint)]
-
-    config = LaunchConfig((ctypes.c_uint * 3)(sms, 1, 1), (ctypes.c_uint * 3)(g.threads, 1, 1),
-                          g.smem, None, None, 0)
-    count = ctypes.c_int(0)
-    fn = _libcuda().cuOccupancyMaxActiveClusters
-    fn.restype = ctypes.c_int
-    fn.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_void_p, ctypes.POINTER(LaunchConfig)]
-    rc = fn(ctypes.byref(count), ctypes.c_void_p(kernel.ptr), ctypes.byref(config))
-    if rc != 0 or count.value < 1:
-        raise RuntimeError(f"cuOccupancyMaxActiveClusters failed: CUresult {rc}, {count.value}")
-    return count.value
-
-
 def launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
     import cupy
 
@@ -363,10 +337,6 @@ def launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
         _KERNELS[key] = kernel
     tmap_a, tmap_b = _tensor_maps(arrays["a"], arrays["b"], g, shape)
     sms = int(cupy.cuda.Device().attributes["MultiProcessorCount"])
-    if g.cluster > 1:
-        if key not in _RESIDENT:
-            _RESIDENT[key] = min(sms, g.cluster * _max_active_clusters(kernel, g, sms))
-        sms = _RESIDENT[key]
     dims = (np.int32(shape["m"]), np.int32(shape["n"]), np.int32(shape["k"]))
     args = (tmap_a, tmap_b, arrays["scale_a"], arrays["scale_b"], arrays["d"], *dims)
     kernel(g.grid(shape, sms), (g.threads,), args, shared_mem=g.smem)
