@@ -33,21 +33,20 @@
 // Resources (nvcc 13.0 -gencode arch=compute_90a,code=sm_90a --resource-usage; NVRTC compiles
 // the same source): 168 registers at compile time for every entry (the 384-thread cap; the
 // consumers run at 240 after setmaxnreg), no spills, no stack; dynamic shared memory D = 128:
-// 230,504 bytes (Q 32 KiB, 3 stages of K and V 32 KiB each, 13 mbarriers, 1 KiB alignment
-// slack; 2 stages, 164,936 bytes, were about 5% slower in a scratch timing);
-// D = 64: 148,616 bytes (4 stages of 16 KiB tiles). ptxas reports no wgmma
+// 164,936 bytes (Q 32 KiB, 2 stages of K and V 32 KiB each, 9 mbarriers, 1 KiB alignment
+// slack); D = 64: 148,616 bytes (4 stages of 16 KiB tiles). ptxas reports no wgmma
 // serialisation: every mbarrier wait sits before the wgmma.fence of its turn.
 //
 // Constraints: D = 64 or 128 (separate entry points); S a multiple of 128 (full tiles, no tail
 // masking); Q, K, V, O contiguous [B, H, S, D] bf16 as 16-bit words with B*H*S < 2^31 (the TMA
 // row coordinate); causal masks key j > query i within one sequence (S_q = S_k); sm_90a.
-// Measured variant: FA3_STAGES_D128 = 3 (the suite reads the define below), FA3_PINGPONG = 1
+// Measured variant: FA3_STAGES_D128 = 2 (the suite reads the define below), FA3_PINGPONG = 1
 // (02 compiles this file with 0).
 
 #define NEG_INF __int_as_float(0xff800000)  // -infinity (NVRTC has no math.h)
 
 #ifndef FA3_STAGES_D128
-#define FA3_STAGES_D128 3
+#define FA3_STAGES_D128 2
 #endif
 #ifndef FA3_PINGPONG
 #define FA3_PINGPONG 1                  // 0: the consumers issue their GEMMs without turns (02)

@@ -78,7 +78,7 @@ SHAPES: tuple[dict[str, int], ...] = (
     _shape(8, 32, 4096, 64, 1),
 )
 CHECK_SHAPES: tuple[dict[str, int], ...] = tuple(
-    _shape(1, 2, 640, d, c) for d in HEAD_DIMS for c in (0, 1)
+    _shape(1, 2, 384, d, c) for d in HEAD_DIMS for c in (0, 1)
 )
 
 
