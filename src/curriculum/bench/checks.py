@@ -159,9 +159,9 @@ class Checker:
             old = inputs.get(name)
             if _is_array(value) and old is not None and _is_array(old):
                 old[...] = value
-        # `fresh` stays alive until the launch below has finished: an input may hold device
-        # addresses inside its own buffer (the pointer chase's chain does), and the copied
-        # values then point into `fresh`, not into the buffer they were copied to.
+        # Inputs are copied by value into the buffers the first check used, so an input must
+        # not hold device addresses of its own buffer: the copies would point into `fresh`.
+        # Suites store positions as offsets (the pointer chase's chain does).
         before = {n: o.copy() for n, o in checked.outputs.items()}
         poisoned = {}
         for name, out in checked.outputs.items():
