@@ -137,6 +137,7 @@ def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = 
             diags, catalog, measurements = check_project(root, templates)
         if pending is not None and pending.exception() is None:
             add_highlighted(pending.result())  # a failure there costs only the time
+    _trim_heap()  # before the editions fork: what a worker inherits is what is in use
     diags.raise_if_failed(strict)
     assert catalog is not None and measurements is not None
     chosen = chosen_editions(catalog, editions)
@@ -192,6 +193,19 @@ def _collector_paused() -> Iterator[None]:
         gc.freeze()
         if was_enabled:
             gc.enable()
+
+
+def _trim_heap() -> None:
+    """Give the C heap's free pages back to the system, where the C library can
+    (glibc's `malloc_trim`).
+
+    Validation frees much of what it allocated (the bodies the second process sent, the
+    texts and tokens of capsules packed since), but the C heap keeps the freed pages
+    resident; each edition worker forked next would inherit them too."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def _later_capsules(root: Path) -> list[Path]:
