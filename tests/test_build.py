@@ -83,6 +83,21 @@ def test_failed_build_leaves_previous_site(sample: Path, tmp_path: Path) -> None
     assert sorted(p.name for p in out.iterdir()) == ["account", "member", "public"], "temporary folders left"
 
 
+def test_build_leaves_the_cycle_collector_as_it_found_it(sample: Path, tmp_path: Path) -> None:
+    """The build pauses the collector while it validates and freezes the catalog; a
+    long-lived caller (serve, a test runner) must get both back, whether the build passed
+    or failed, or the cycles of every later build would never be collected."""
+    import gc
+
+    out = tmp_path / "out"
+    build(sample, out_dir=out, templates=TEMPLATES)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    edit(sample, "paths/starter.yaml", "- experiment: bound", "- experiment: bonud")
+    with pytest.raises(ContentError):
+        build(sample, out_dir=out, templates=TEMPLATES)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
 def test_stale_files_do_not_survive(sample: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     build(sample, out_dir=out, templates=TEMPLATES)

@@ -138,7 +138,11 @@ def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = 
         if pending is not None and pending.exception() is None:
             add_highlighted(pending.result())  # a failure there costs only the time
     _trim_heap()  # before the editions fork: what a worker inherits is what is in use
-    diags.raise_if_failed(strict)
+    try:
+        diags.raise_if_failed(strict)
+    except BaseException:
+        gc.unfreeze()  # a failed build's catalog is garbage now, cycles and all
+        raise
     assert catalog is not None and measurements is not None
     chosen = chosen_editions(catalog, editions)
     say(f"checked {_count(len(catalog.capsules), 'capsule')}, "
@@ -189,8 +193,8 @@ def _collector_paused() -> Iterator[None]:
     gc.disable()
     try:
         yield
+        gc.freeze()  # `_run_editions` unfreezes it, or `build` when the project failed
     finally:
-        gc.freeze()
         if was_enabled:
             gc.enable()
 
