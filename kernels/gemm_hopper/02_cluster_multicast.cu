@@ -73,13 +73,19 @@ __device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
                  : "memory");
 }
 
+// The qualifiers of the consumers' stage release: none here, so the arrival has the default
+// semantics, `.release` at CTA scope. 03 compiles this file with ".release.cluster" instead.
+#ifndef GH_RELEASE_SEMANTICS
+#define GH_RELEASE_SEMANTICS ""
+#endif
+
 // Arrive on the barrier at the same shared-memory offset in CTA `rank` of the cluster.
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
     asm volatile(
         "{\n"
         ".reg .b32 remote;\n"
         "mapa.shared::cluster.u32 remote, %0, %1;\n"
-        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
+        "mbarrier.arrive" GH_RELEASE_SEMANTICS ".shared::cluster.b64 _, [remote];\n"
         "}\n" ::"r"(bar), "r"(rank)
         : "memory");
 }

@@ -27,6 +27,7 @@ import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from curriculum.bench import kit
@@ -60,6 +61,17 @@ def entry_of(stem: str, source: str) -> str:
     if len(names) != 1:
         raise ValueError(f'gemm_hopper/{stem}: expected one extern "C" kernel, found {names}')
     return names[0]
+
+
+HERE = Path(__file__).resolve().parent
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+
+
+def with_includes(source: str) -> str:
+    """The source with each `#include "file"` of this folder replaced by that file's text,
+    recursively: a version that compiles another's source with a `#define` (03 is 02 with
+    one qualifier changed) states its geometry and entry through the file it includes."""
+    return _INCLUDE.sub(lambda m: with_includes((HERE / m[1]).read_text(encoding="utf-8")), source)
 
 
 @dataclass(frozen=True)
@@ -121,37 +133,15 @@ _PREPARED: dict[tuple[int, str], _Prepared] = {}
 _MAPS: dict[tuple[int, ...], tuple[Any, Any, Any]] = {}
 
 
-def max_active_clusters(kernel: Any, g: Geometry) -> int:
-    """cuOccupancyMaxActiveClusters for this kernel, block and shared memory: how many
-    clusters of g.cluster CTAs the device runs at once (the cluster shape is compiled in)."""
-    import ctypes
-
-    class LaunchConfig(ctypes.Structure):  # CUlaunchConfig, cuda.h
-        _fields_ = [
-            *((name, ctypes.c_uint) for name in ("gx", "gy", "gz", "bx", "by", "bz", "smem")),
-            ("stream", ctypes.c_void_p),
-            ("attrs", ctypes.c_void_p),
-            ("num_attrs", ctypes.c_uint),
-        ]
-
-    count = ctypes.c_int(0)
-    config = LaunchConfig(g.cluster, 1, 1, g.threads, 1, 1, g.smem, None, None, 0)
-    rc = ctypes.CDLL("libcuda.so.1").cuOccupancyMaxActiveClusters(
-        ctypes.byref(count), ctypes.c_void_p(kernel.kernel.ptr), ctypes.byref(config)
-    )
-    if rc != 0 or count.value < 1:
-        raise RuntimeError(f"{g.entry}: cuOccupancyMaxActiveClusters gave {count.value} (rc {rc})")
-    return count.value
-
-
 def _prepare(module: Any, version: Version) -> _Prepared:
     key = (id(module), version.stem)
     prepared = _PREPARED.get(key)
     if prepared is None:
-        g = geometry(version.stem, version.source)
+        g = geometry(version.stem, with_includes(version.source))
         kernel = module.get_function(g.entry)
         kernel.max_dynamic_shared_size_bytes = g.smem
-        prepared = _Prepared(module, kernel, g, max_active_clusters(kernel, g))
+        clusters = kit.max_active_clusters(kernel, g.cluster, g.threads, g.smem)
+        prepared = _Prepared(module, kernel, g, clusters)
         _PREPARED[key] = prepared
     return prepared
 
@@ -262,7 +252,8 @@ BF16_OUT = dataclasses.replace(
     check_shapes=CHECK_SHAPES,
     baselines=BASELINES,
     compile_options=("--std=c++17", "-arch=sm_90a"),
-    version_options={},
+    # 03 compiles 02's source with one qualifier changed: it needs this folder on the path.
+    version_options={"03_release_cluster": (f"-I{HERE}",)},
 )
 
 SUITE = Suite(

@@ -1,7 +1,7 @@
 // 04 RMSNorm, one CTA a row at full occupancy: half the values a thread, 2048 threads an SM
 //
 // Idea against 03: 03 (the row in registers, 256 threads of 4 float4 at 4096 columns, 48
-// registers) runs 4 CTAs, 1024 threads, an SM. torch.compile's generated kernel for this op
+// registers) runs 5 CTAs, 1280 threads, an SM. torch.compile's generated kernel for this op
 // (kernels/inductor/artifacts/rmsnorm_bf16: one program a row, 16 warps, under 32 registers)
 // runs 2048 threads an SM. This version keeps 03's arithmetic and its one reduction (a warp
 // butterfly, one shared-memory exchange, one __syncthreads, then every warp sums the partials
@@ -12,9 +12,9 @@
 // for a shorter time at each CTA's reduction, and twice as many CTAs stagger those dips.
 //
 // Expected bound: 32768 x 4096 fp32 moves 1.07 GB by the work model, about 0.25 ms at the about
-// 4.26 TB/s copy ceiling measured on this card (estimate). Reads in flight an SM stay at 2048 x
-// 32 B = 64 KB, as 03's 1024 x 64 B, against the about 23 KB Little's law asks (4.26 TB/s / 132
-// x 0.7 us, an estimate). Estimate: 0.250-0.253 ms, 99-100% of copy, level with torch.compile.
+// 4.26 TB/s copy ceiling measured on this card (estimate). Reads in flight an SM are 2048 x
+// 32 B = 64 KB (03's 1280 x 64 B = 80 KB), both above the about 23 KB Little's law asks
+// (4.26 TB/s / 132 x 0.7 us, an estimate). Estimate: 0.250-0.253 ms, 99-100% of copy, level with torch.compile.
 //
 // Size constraints: cols a multiple of 4 * VPT * 32 giving at most 1024 threads (the suite
 // doubles VPT from the measured variant's until the block fits: v4 at 16384 columns); 16-byte

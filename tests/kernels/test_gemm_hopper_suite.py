@@ -23,15 +23,26 @@ VERSIONS = discover_versions(TOPIC_DIR)
 
 
 def test_each_version_names_one_kernel_after_its_attributes() -> None:
-    entries = [hop.entry_of(v.stem, v.source) for v in VERSIONS]
-    assert entries[:2] == ["gemm_bf16_tma_store", "gemm_bf16_cluster_multicast"]
-    assert len(set(entries)) == len(entries)
+    entries = [hop.entry_of(v.stem, hop.with_includes(v.source)) for v in VERSIONS]
+    assert entries[:3] == ["gemm_bf16_tma_store", *["gemm_bf16_cluster_multicast"] * 2]
+    own = [e for v, e in zip(VERSIONS, entries, strict=True) if "#include" not in v.source]
+    assert len(set(own)) == len(own)
     with pytest.raises(ValueError, match="one extern"):
         hop.entry_of("x", VERSIONS[0].source + VERSIONS[1].source)
 
 
+def test_03_compiles_02_with_a_cluster_scope_release() -> None:
+    by_stem = {v.stem: v.source for v in VERSIONS}
+    own = by_stem["03_release_cluster"]
+    assert '#include "02_cluster_multicast.cu"' in own and "constexpr" not in own
+    assert own.index("#define GH_RELEASE_SEMANTICS") < own.index("#include")
+    expanded = hop.with_includes(own)
+    assert by_stem["02_cluster_multicast"] in expanded
+    assert '"mbarrier.arrive" GH_RELEASE_SEMANTICS ".shared::cluster' in expanded
+
+
 def test_geometry_is_read_from_the_source() -> None:
-    by_stem = {v.stem: hop.geometry(v.stem, v.source) for v in VERSIONS}
+    by_stem = {v.stem: hop.geometry(v.stem, hop.with_includes(v.source)) for v in VERSIONS}
     assert by_stem["01_tma_store"].cluster == 1
     assert by_stem["02_cluster_multicast"].cluster == 2
     assert by_stem["03_release_cluster"].cluster == 2
@@ -47,7 +58,7 @@ def test_geometry_refuses_a_source_without_its_constants() -> None:
 
 def test_every_shape_fits_every_version() -> None:
     for v in VERSIONS:
-        g = hop.geometry(v.stem, v.source)
+        g = hop.geometry(v.stem, hop.with_includes(v.source))
         for shape in (*hop.SHAPES, *hop.CHECK_SHAPES):
             assert g.accepts(shape), (v.stem, shape)
     g2 = hop.geometry("02_cluster_multicast", VERSIONS[1].source)

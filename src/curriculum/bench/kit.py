@@ -106,6 +106,41 @@ def resident_grid(function: Any, threads: int, rows: int) -> int:
     return _grids[key]
 
 
+_clusters: dict[tuple[int, int, int, int], int] = {}
+
+
+def max_active_clusters(function: Any, cluster: int, threads: int, smem: int) -> int:
+    """Clusters of `cluster` CTAs of `function` (its cluster shape compiled in with
+    `__cluster_dims__`) that the current GPU holds at once, as the driver's
+    cuOccupancyMaxActiveClusters answers for this block and dynamic shared memory. Not every
+    group of SMs can host a cluster, so a persistent grid sized by SMs alone may not fit:
+    the clusters left over would start only after others finished their whole tile list.
+    Asked once per kernel and launch shape; `function` must be kept alive by the caller."""
+    key = (id(function), cluster, threads, smem)
+    if key not in _clusters:
+        import ctypes
+
+        class LaunchConfig(ctypes.Structure):  # CUlaunchConfig, cuda.h
+            _fields_ = [
+                *((name, ctypes.c_uint) for name in ("gx", "gy", "gz", "bx", "by", "bz", "smem")),
+                ("stream", ctypes.c_void_p),
+                ("attrs", ctypes.c_void_p),
+                ("num_attrs", ctypes.c_uint),
+            ]
+
+        # A RawModule's get_function gives a RawKernel; the driver's handle is its .kernel's.
+        handle = getattr(function, "kernel", function).ptr
+        count = ctypes.c_int(0)
+        config = LaunchConfig(cluster, 1, 1, threads, 1, 1, smem, None, None, 0)
+        rc = ctypes.CDLL("libcuda.so.1").cuOccupancyMaxActiveClusters(
+            ctypes.byref(count), ctypes.c_void_p(handle), ctypes.byref(config)
+        )
+        if rc != 0 or count.value < 1:
+            raise RuntimeError(f"cuOccupancyMaxActiveClusters gave {count.value} (CUresult {rc})")
+        _clusters[key] = count.value
+    return _clusters[key]
+
+
 # --- PyTorch baselines ----------------------------------------------------------------------
 
 
