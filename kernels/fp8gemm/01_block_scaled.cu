@@ -54,6 +54,11 @@ constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + SWIZZLE_ATOM;
 constexpr int GROUP_M = 8;              // tile rows visited together (L2 reuse)
 constexpr int SCALE_BLOCK = 128;        // the recipe's block edge
 
+// 03 compiles this file with FP8_TURNS 1: the two consumers take turns to issue their wgmma.
+#ifndef FP8_TURNS
+#define FP8_TURNS 0
+#endif
+
 static_assert(BK == 128, "a K-major row of A or B is exactly one 128-byte swizzle row");
 static_assert(BK == SCALE_BLOCK && BN == SCALE_BLOCK, "one scale_b and one scale_a column per stage");
 static_assert(BM == CONSUMERS * 64, "each consumer warpgroup owns 64 rows (wgmma m64)");
@@ -140,6 +145,22 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait() {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
+
+#if FP8_TURNS
+// Named barriers 1 and 2 (0 is __syncthreads): turn c belongs to consumer c. The consumer
+// whose turn it is syncs (128 threads); the other arrives (128 threads) to hand it over.
+constexpr int TURN_BARRIER = 1;
+
+__device__ __forceinline__ void turn_wait(int consumer) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(TURN_BARRIER + consumer), "n"(CONSUMERS * 128)
+                 : "memory");
+}
+
+__device__ __forceinline__ void turn_give(int to) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(TURN_BARRIER + to), "n"(CONSUMERS * 128)
+                 : "memory");
+}
+#endif
 
 // Pin the accumulator registers at this point of the program: the compiler must not move
 // reads of `d` above a wgmma wait, nor writes below a wgmma that reads it.
@@ -257,6 +278,10 @@ fp8_gemm_block_scaled(const __grid_constant__ TensorMap tmap_a,  // A: M x K e4m
     const int row_in_tile = consumer * 64 + warp * 16 + lane / 4;  // and row_in_tile + 8
     float chunk[64], total[64];
     int it = 0;
+#if FP8_TURNS
+    const int other = 1 - consumer;
+    if (consumer == 1) turn_give(0);  // consumer 0 goes first
+#endif
     for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
         int tm, tn;
         tile_coords(t, tiles_m, tiles_n, tm, tn);
@@ -271,6 +296,9 @@ fp8_gemm_block_scaled(const __grid_constant__ TensorMap tmap_a,  // A: M x K e4m
             const unsigned a_tile = a_smem + s * A_STAGE_BYTES + consumer * 64 * 128;
             const unsigned b_tile = b_smem + s * B_STAGE_BYTES;
             fence_operands(chunk);
+#if FP8_TURNS
+            turn_wait(consumer);  // the other consumer's group of this block is already queued
+#endif
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < BK / WGMMA_K; ++kk) {
@@ -281,6 +309,9 @@ fp8_gemm_block_scaled(const __grid_constant__ TensorMap tmap_a,  // A: M x K e4m
                 wgmma_m64n128k32_e4m3(chunk, da, db, kk > 0);
             }
             wgmma_commit();
+#if FP8_TURNS
+            turn_give(other);
+#endif
             wgmma_wait<0>();
             fence_operands(chunk);
             const float* sa = sa_tiles + s * (SA_STAGE_BYTES / 4);
@@ -307,4 +338,8 @@ fp8_gemm_block_scaled(const __grid_constant__ TensorMap tmap_a,  // A: M x K e4m
             D[((row + 8) * N + col) / 2] = pack_bf16x2(total[4 * j + 2], total[4 * j + 3]);
         }
     }
+#if FP8_TURNS
+    // Consumer 1 handed consumer 0 one turn more than it took: take it, so no arrival is left.
+    if (consumer == 0) turn_wait(0);
+#endif
 }

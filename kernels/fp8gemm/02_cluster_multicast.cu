@@ -22,7 +22,10 @@
 // of dynamic shared memory, as 01.
 //
 // Constraints: as 01 (N and K multiples of 128; K-major e4m3 A and B; sm_90a), and M a
-// multiple of 256 (tile rows come in pairs); the grid is even (one cluster is two CTAs).
+// multiple of 256 (tile rows come in pairs); the grid is even (one cluster is two CTAs) and
+// holds only the clusters the GPU runs at once (the driver's cuOccupancyMaxActiveClusters):
+// not every pair of SMs can host a cluster, and one left over would wait for another's whole
+// tile list.
 
 constexpr int BM = 128;                 // tile rows: two consumers x 64
 constexpr int BN = 128;                 // tile columns: one wgmma n128; one scale_b block
@@ -41,6 +44,11 @@ constexpr int SWIZZLE_ATOM = 1024;      // 8 rows x 128 bytes
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + SWIZZLE_ATOM;
 constexpr int GROUP_M = 4;              // tile-row pairs visited together (L2 reuse)
 constexpr int SCALE_BLOCK = 128;        // the recipe's block edge
+
+// 04 compiles this file with FP8_TURNS 1: the two consumers take turns to issue their wgmma.
+#ifndef FP8_TURNS
+#define FP8_TURNS 0
+#endif
 
 static_assert(BK == 128, "a K-major row of A or B is exactly one 128-byte swizzle row");
 static_assert(BK == SCALE_BLOCK && BN == SCALE_BLOCK, "one scale_b and one scale_a column per stage");
@@ -126,13 +134,17 @@ __device__ __forceinline__ unsigned cluster_rank() {
     return rank;
 }
 
-// Arrive on the mbarrier at shared address `bar` of CTA `rank` of this cluster.
+// Arrive on the mbarrier at shared address `bar` of CTA `rank` of this cluster. The default
+// semantics (`.release` at CTA scope) are all the peer needs: it reads only what TMA wrote,
+// ordered by the full barrier. A `.release.cluster` arrival here (this file's first draft)
+// costs like a cluster-scope fence once a k block in every consumer warp; gemm_hopper's
+// 03_release_cluster measures that on the bf16 GEMM.
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
     asm volatile(
         "{\n"
         ".reg .b32 remote;\n"
         "mapa.shared::cluster.u32 remote, %0, %1;\n"
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
         "}\n"
         ::"r"(bar), "r"(rank)
         : "memory");
@@ -142,6 +154,22 @@ __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n"
                  ::: "memory");
 }
+
+#if FP8_TURNS
+// Named barriers 1 and 2 (0 is __syncthreads): turn c belongs to consumer c. The consumer
+// whose turn it is syncs (128 threads); the other arrives (128 threads) to hand it over.
+constexpr int TURN_BARRIER = 1;
+
+__device__ __forceinline__ void turn_wait(int consumer) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(TURN_BARRIER + consumer), "n"(CONSUMERS * 128)
+                 : "memory");
+}
+
+__device__ __forceinline__ void turn_give(int to) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(TURN_BARRIER + to), "n"(CONSUMERS * 128)
+                 : "memory");
+}
+#endif
 
 // wgmma shared-memory matrix descriptor: start address, leading and stride byte offsets
 // (all >> 4), layout 1 = 128-byte swizzle.
@@ -289,6 +317,10 @@ fp8_gemm_cluster_multicast(const __grid_constant__ TensorMap tmap_a,  // A: M x 
     const int row_in_tile = consumer * 64 + warp * 16 + lane / 4;  // and row_in_tile + 8
     float chunk[64], total[64];
     int it = 0;
+#if FP8_TURNS
+    const int other = 1 - consumer;
+    if (consumer == 1) turn_give(0);  // consumer 0 goes first
+#endif
     for (int p = cluster; p < pairs; p += clusters) {
         int pm, tn;
         tile_coords(p, tiles_m / CLUSTER, tiles_n, pm, tn);
@@ -304,6 +336,9 @@ fp8_gemm_cluster_multicast(const __grid_constant__ TensorMap tmap_a,  // A: M x 
             const unsigned a_tile = a_smem + s * A_STAGE_BYTES + consumer * 64 * 128;
             const unsigned b_tile = b_smem + s * B_STAGE_BYTES;
             fence_operands(chunk);
+#if FP8_TURNS
+            turn_wait(consumer);  // the other consumer's group of this block is already queued
+#endif
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < BK / WGMMA_K; ++kk) {
@@ -314,6 +349,9 @@ fp8_gemm_cluster_multicast(const __grid_constant__ TensorMap tmap_a,  // A: M x 
                 wgmma_m64n128k32_e4m3(chunk, da, db, kk > 0);
             }
             wgmma_commit();
+#if FP8_TURNS
+            turn_give(other);
+#endif
             wgmma_wait<0>();
             fence_operands(chunk);
             const float* sa = sa_tiles + s * (SA_STAGE_BYTES / 4);
@@ -346,6 +384,10 @@ fp8_gemm_cluster_multicast(const __grid_constant__ TensorMap tmap_a,  // A: M x 
             D[((row + 8) * N + col) / 2] = pack_bf16x2(total[4 * j + 2], total[4 * j + 3]);
         }
     }
+#if FP8_TURNS
+    // Consumer 1 handed consumer 0 one turn more than it took: take it, so no arrival is left.
+    if (consumer == 0) turn_wait(0);
+#endif
     // No CTA leaves while its peer may still arrive on its barriers.
     cluster_sync();
 }

@@ -80,6 +80,8 @@ TENSOR_MAP_L2_PROMOTION_256B = 3
 TENSOR_MAP_OOB_FILL_NONE = 0
 
 _TOPIC_DIR = Path(__file__).resolve().parent
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+_ENTRY = re.compile(r'extern\s+"C"\s+__global__\s+void\s+(?:__\w+__\s*\([^)]*\)\s*)*(\w+)\s*\(')
 _CONSTEXPR = re.compile(r"^\s*constexpr int\s+([A-Z][A-Z0-9_]*)\s*=\s*([^;]+);", re.M)
 _ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
                ast.Div: operator.floordiv, ast.FloorDiv: operator.floordiv}
@@ -94,6 +96,23 @@ def _evaluate(node: ast.expr, names: dict[str, int]) -> int:
         return int(_ARITHMETIC[type(node.op)](_evaluate(node.left, names),
                                               _evaluate(node.right, names)))
     raise ValueError(f"not integer arithmetic: {ast.dump(node)}")
+
+
+def with_includes(source: str) -> str:
+    """The source with each `#include "file"` of this folder replaced by that file's text,
+    recursively: a version that compiles another's source with a `#define` (03 is 01 with
+    the turn code switched on) states its geometry and entry through the file it includes."""
+    return _INCLUDE.sub(
+        lambda m: with_includes((_TOPIC_DIR / m[1]).read_text(encoding="utf-8")), source
+    )
+
+
+def entry_of(stem: str, source: str) -> str:
+    """The name of the version's kernel, read from its expanded source (one entry a file)."""
+    names = _ENTRY.findall(source)
+    if len(names) != 1:
+        raise ValueError(f'fp8gemm/{stem}: expected one extern "C" kernel, found {names}')
+    return names[0]
 
 
 def source_constants(source: str) -> dict[str, int]:
@@ -123,7 +142,9 @@ class Geometry:
     cluster: int = 1
 
     @classmethod
-    def of(cls, entry: str, source: str) -> Geometry:
+    def of(cls, stem: str, source: str) -> Geometry:
+        """From a version's source with its includes expanded."""
+        entry = entry_of(stem, source)
         c = source_constants(source)
         missing = [k for k in ("BM", "BN", "BK", "THREADS", "SMEM_BYTES") if k not in c]
         if missing:
@@ -139,9 +160,14 @@ class Geometry:
                 out.append(f"{dim} = {shape[dim]} is not a multiple of {q}")
         return out
 
-    def grid(self, shape: Shape, sms: int) -> tuple[int]:
+    def grid(self, shape: Shape, sms: int, clusters_at_once: int | None = None) -> tuple[int]:
+        """Persistent: one CTA per SM, or for clusters as many as the GPU holds at once
+        (`clusters_at_once`, the driver's count): not every pair of SMs can host a cluster,
+        and a cluster left over would start only after another finished its whole tile
+        list, doubling the time."""
         tiles = (shape["m"] // self.bm) * (shape["n"] // self.bn)
-        return (min(tiles, sms) // self.cluster * self.cluster,)
+        ctas = sms if clusters_at_once is None else min(sms, clusters_at_once * self.cluster)
+        return (min(tiles, ctas) // self.cluster * self.cluster,)
 
     @property
     def b_box_rows(self) -> int:
@@ -149,16 +175,14 @@ class Geometry:
         return self.bn // self.cluster
 
 
-ENTRIES = {
-    "01_block_scaled": "fp8_gemm_block_scaled",
-    "02_cluster_multicast": "fp8_gemm_cluster_multicast",
-    "03_ordered_issue": "fp8_gemm_ordered_issue",
-    "04_pairs_ordered": "fp8_gemm_pairs_ordered",
+_SOURCES = {
+    path.stem: path.read_text(encoding="utf-8")
+    for path in sorted(_TOPIC_DIR.glob("[0-9][0-9]_*.cu"))
 }
-GEOMETRY = {
-    stem: Geometry.of(entry, (_TOPIC_DIR / f"{stem}.cu").read_text(encoding="utf-8"))
-    for stem, entry in ENTRIES.items()
-}
+GEOMETRY = {stem: Geometry.of(stem, with_includes(text)) for stem, text in _SOURCES.items()}
+# Versions that compile another's source with a `#define` (03 is 01 with the turn code
+# switched on, 04 is 02 with it): NVRTC needs this folder on the include path for them.
+INCLUDERS = tuple(stem for stem, text in _SOURCES.items() if _INCLUDE.search(text))
 
 
 # --- work model -----------------------------------------------------------------------------
@@ -259,7 +283,7 @@ def _reference(inputs64: Arrays, shape: Shape) -> Arrays:
 
 # --- launching ------------------------------------------------------------------------------
 
-_KERNELS: dict[tuple[int, str], Any] = {}
+_KERNELS: dict[tuple[int, str], tuple[Any, Any, int | None]] = {}
 _TENSOR_MAPS: dict[tuple[int, int, int, int], tuple[Any, Any]] = {}
 
 
@@ -330,16 +354,21 @@ def launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
     if problems:
         raise ValueError(f"{version.id}: {'; '.join(problems)}")
     key = (id(module), version.stem)
-    kernel = _KERNELS.get(key)
-    if kernel is None:
+    prepared = _KERNELS.get(key)
+    if prepared is None:
         kernel = module.get_function(g.entry)
         kernel.max_dynamic_shared_size_bytes = g.smem
-        _KERNELS[key] = kernel
+        clusters = None
+        if g.cluster > 1:
+            clusters = kit.max_active_clusters(kernel, g.cluster, g.threads, g.smem)
+        # the module is held so that id(module) stays unique while cached
+        prepared = _KERNELS[key] = (module, kernel, clusters)
+    _, kernel, clusters = prepared
     tmap_a, tmap_b = _tensor_maps(arrays["a"], arrays["b"], g, shape)
     sms = int(cupy.cuda.Device().attributes["MultiProcessorCount"])
     dims = (np.int32(shape["m"]), np.int32(shape["n"]), np.int32(shape["k"]))
     args = (tmap_a, tmap_b, arrays["scale_a"], arrays["scale_b"], arrays["d"], *dims)
-    kernel(g.grid(shape, sms), (g.threads,), args, shared_mem=g.smem)
+    kernel(g.grid(shape, sms, clusters), (g.threads,), args, shared_mem=g.smem)
 
 
 # --- library candidates ---------------------------------------------------------------------
@@ -480,6 +509,7 @@ BLOCK_SCALED = Benchmark(
     roofline=Roofline(bandwidth=None, compute=None),
     baselines=BASELINES,
     compile_options=("--std=c++17", "-arch=sm_90a"),
+    version_options={stem: (f"-I{_TOPIC_DIR}",) for stem in INCLUDERS},
     compare=kit.compare_bf16,
     check_shapes=CHECK_SHAPES,
 )

@@ -95,14 +95,39 @@ def test_reference_and_tolerance_separate_right_from_wrong() -> None:
 
 def test_geometry_is_read_from_the_source() -> None:
     versions = discover_versions(TOPIC_DIR)
-    assert [v.stem for v in versions] == list(fp8.ENTRIES)
+    assert [v.stem for v in versions] == list(fp8.GEOMETRY)
     for v in versions:
         assert BENCH.claims(v)
         g = fp8.GEOMETRY[v.stem]
-        assert f"{g.entry}(" in v.source
+        assert f"{g.entry}(" in fp8.with_includes(v.source)
         assert (g.bm, g.bn, g.bk, g.threads) == (128, 128, 128, 384)
         assert g.bn % g.cluster == 0 and g.grid({"m": 4096, "n": 4096}, 132)[0] % g.cluster == 0
         assert g.smem <= 227 * 1024
+    assert fp8.GEOMETRY["02_cluster_multicast"].cluster == 2
+
+
+def test_turn_versions_compile_their_base_with_the_turns_on() -> None:
+    """03 and 04 are 01 and 02 with FP8_TURNS set: the same geometry and entry, the folder on
+    NVRTC's include path, and turn code that exists in the base only behind the switch."""
+    assert fp8.INCLUDERS == ("03_ordered_issue", "04_pairs_ordered")
+    for stem, base in (("03_ordered_issue", "01_block_scaled"),
+                       ("04_pairs_ordered", "02_cluster_multicast")):
+        source = (TOPIC_DIR / f"{stem}.cu").read_text(encoding="utf-8")
+        assert "#define FP8_TURNS 1" in source and f'#include "{base}.cu"' in source
+        assert fp8.GEOMETRY[stem] == fp8.GEOMETRY[base]
+        assert BENCH.version_options[stem] == (f"-I{TOPIC_DIR}",)
+        base_source = (TOPIC_DIR / f"{base}.cu").read_text(encoding="utf-8")
+        assert "#define FP8_TURNS 0" in base_source and base_source.count("#if FP8_TURNS") == 5
+    assert "01_block_scaled" not in BENCH.version_options
+
+
+def test_cluster_grid_takes_only_the_clusters_that_fit() -> None:
+    g = fp8.GEOMETRY["02_cluster_multicast"]
+    shape = {"m": 4096, "n": 4096}
+    assert g.grid(shape, 132) == (132,)  # no count from the driver: one CTA per SM
+    assert g.grid(shape, 132, clusters_at_once=60) == (120,)  # 66 pairs would not all fit
+    assert g.grid(shape, 132, clusters_at_once=80) == (132,)
+    assert g.grid({"m": 256, "n": 384}, 132, clusters_at_once=60) == (6,)  # 6 tiles
 
 
 def test_every_shape_fits_the_kernel() -> None:
