@@ -4,9 +4,10 @@ Three benchmarks:
 
 - `prefill_naive` (01): S = QK^T written to device memory, then softmax, then PV; small shapes;
 - `prefill` (02): the FlashAttention-2 forward on mma.sync;
-- `decode` (03-05): one query token per sequence over a KV cache with grouped-query attention
+- `decode` (03-07): one query token per sequence over a KV cache with grouped-query attention
   (32 query heads share 8 KV heads): single pass, split-KV merged by the last CTA of each KV
-  head in the same launch, and the same through a block table of shuffled 16-token pages.
+  head in the same launch, the same through a block table of shuffled 16-token pages, with an L2
+  prefetch (06), and with a pool for the ragged end and a merger chosen on arrival (07).
 
 Every case is compared with each backend of PyTorch's SDPA (cuDNN, FlashAttention, efficient,
 math where the score matrix fits) on the same arrays, decode with `enable_gqa=True`; a backend
@@ -113,12 +114,12 @@ def problems(stem: str, shape: Shape) -> list[str]:
         out.append(f"S={shape['s']} is not a multiple of {NAIVE_S_MULTIPLE}")
     if stem.startswith("02") and shape["s"] % FLASH_BM:
         out.append(f"S={shape['s']} is not a multiple of {FLASH_BM}")
-    if stem[:2] in ("03", "04", "05", "06"):
+    if stem[:2] in ("03", "04", "05", "06", "07"):
         if shape["hq"] != GROUP * shape["hkv"]:
             out.append(f"Hq={shape['hq']} is not {GROUP} x Hkv={shape['hkv']}")
         if shape["t"] % DECODE_T_MULTIPLE:
             out.append(f"T={shape['t']} is not a multiple of {DECODE_T_MULTIPLE}")
-    if stem[:2] in ("04", "05", "06") and shape["b"] * shape["hkv"] > MAX_GROUPS:
+    if stem[:2] in ("04", "05", "06", "07") and shape["b"] * shape["hkv"] > MAX_GROUPS:
         out.append(f"B*Hkv={shape['b'] * shape['hkv']} exceeds the {MAX_GROUPS} ticket counters")
     return out
 
@@ -398,6 +399,9 @@ def _launch_decode(module: Any, version: Version, shape: Shape, arrays: Arrays) 
     elif version.stem == "06_split_kv_prefetch":
         entry = f"split_kv_prefetch_{measured_variant(version)}"
         cache = (arrays["k"], arrays["v"])
+    elif version.stem == "07_split_kv_tail":
+        entry = "split_kv_tail"  # 04's arguments; the pool is carved from the plan's ranges inside
+        cache = (arrays["k"], arrays["v"])
     elif version.stem == "05_paged":
         entry = "paged"
         cache = (arrays["k_pool"], arrays["v_pool"], arrays["block_table"])
@@ -512,7 +516,7 @@ SUITE = Suite(
         ),
         Benchmark(
             name="decode",
-            match="0[3-6]_*",
+            match="0[3-7]_*",
             inputs=_decode_inputs,
             outputs={"out": OutputSpec(lambda s: (s["b"], s["hq"], s["d"]), "uint16")},
             reference=decode_reference,

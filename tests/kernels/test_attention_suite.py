@@ -26,6 +26,7 @@ EXPECTED = {
     "04_split_kv": "decode",
     "05_paged": "decode",
     "06_split_kv_prefetch": "decode",
+    "07_split_kv_tail": "decode",
 }
 ENTRIES = {
     "01_naive": {"naive_scores", "naive_softmax", "naive_pv"},
@@ -36,6 +37,7 @@ ENTRIES = {
     "06_split_kv_prefetch": {
         f"split_kv_prefetch_{v}" for v in ("p0", "h0", "p2", "p4", "h4", "p8")
     },
+    "07_split_kv_tail": {"split_kv_tail"},
 }
 PREFILL_HEADLINE = {"b": 8, "h": 16, "s": 4096, "d": 128}
 DECODE_HEADLINE = {"b": 1, "hq": 32, "hkv": 8, "t": 32768, "d": 128}
@@ -64,7 +66,7 @@ def _bf16(x: np.ndarray) -> np.ndarray:
 def test_every_version_claimed_once(loaded: LoadedSuite) -> None:
     assert {v.stem: loaded.claims[v.stem].name for v in loaded.versions} == EXPECTED
     assert all(re.fullmatch(r"\d{2}_[a-z0-9_]+\.cu", p.name) for p in ATTENTION.glob("*.cu"))
-    assert len(plan_cases([loaded])) == 2 + 4 + 4 * 3
+    assert len(plan_cases([loaded])) == 2 + 4 + 5 * 3
 
 
 def test_every_shape_fits_every_version_that_runs_it(
