@@ -228,6 +228,57 @@ def plan_wgmma(shape: Shape, sm_count: int) -> tuple[str, int, int, int]:
     return f"wgmma_m64_s{WGMMA_STAGES}", splits, per * PAGE, blocks
 
 
+# 04 builds `pipe_w<WARPS>_r<R>[q]`: 16 heads a CTA, WARPS warps (8 or 16), R ring slots of one
+# 32-token tile, one CTA an SM, q: Q's mma fragments held in registers; the scores, softmax and
+# P V of three tiles share each phase.
+PIPE_ENTRIES: tuple[str, ...] = ("w8_r4", "w8_r5", "w16_r4", "w16_r5", "w8_r5q", "w16_r5q")
+PIPE_HEADS = 16
+
+
+def parse_pipe_variant(variant: str) -> tuple[int, int]:
+    """(WARPS, R) of a variant name `w<WARPS>_r<R>[q]` of 04 (q: Q's fragments in registers)."""
+    if variant not in PIPE_ENTRIES:
+        raise ValueError(f"unknown MLA pipeline variant {variant!r}; built: {PIPE_ENTRIES}")
+    warps, slots = variant[1:].rstrip("q").split("_r")
+    return int(warps), int(slots)
+
+
+def pipe_smem_bytes(warps: int, slots: int) -> int:
+    """Dynamic shared memory of `pipe_w<warps>_r<slots>` (mirrors the kernel's pipe_smem): Q, the
+    ring, two score tiles of WARPS / 4 k parts, two probability tiles, two alpha vectors."""
+    hb = PIPE_HEADS
+    return (
+        hb * ROW * 2
+        + slots * TILE * ROW * 2
+        + 2 * (warps // 4) * hb * SROW * 4
+        + 2 * hb * PROW * 2
+        + 2 * hb * 4
+    )
+
+
+def plan_pipe(shape: Shape, sm_count: int) -> tuple[int, int, int]:
+    """(splits, tokens a split, head blocks) for 04 at `shape`: one CTA an SM, so the grid is
+    at most `sm_count` CTAs; the context is cut into whole 32-token tiles, as evenly as that
+    allows."""
+    b, h, t = shape["b"], shape["h"], shape["t"]
+    problems = []
+    if t % PAGE:
+        problems.append(f"T={t} is not a multiple of the {PAGE}-token page")
+    if h % PIPE_HEADS:
+        problems.append(f"H={h} is not a multiple of {PIPE_HEADS} heads a CTA")
+    if problems:
+        raise ValueError("; ".join(problems))
+    blocks = h // PIPE_HEADS
+    groups = b * blocks
+    if groups > min(sm_count, MAX_GROUPS):
+        raise ValueError(f"B*H/16={groups} CTA groups exceed one wave of {sm_count} CTAs")
+    tiles = t // TILE
+    most = min(sm_count // groups, MAX_SPLITS)
+    per = -(-tiles // most)
+    splits = -(-tiles // per)
+    return splits, per * TILE, blocks
+
+
 # --- inputs and reference ---------------------------------------------------------------------
 
 
@@ -442,7 +493,41 @@ def _launch_wgmma(module: Any, version: Version, shape: Shape, arrays: Arrays) -
     )
 
 
+def _launch_pipe(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
+    b, h, t = shape["b"], shape["h"], shape["t"]
+    variant = measured_variant(version, h)
+    warps, slots = parse_pipe_variant(variant)
+    smem = pipe_smem_bytes(warps, slots)
+    fn = kit.kernel(module, f"pipe_{variant}")
+    if id(fn) not in _raised:
+        fn.max_dynamic_shared_size_bytes = smem
+        _raised.add(id(fn))
+    splits, per, blocks = plan_pipe(shape, _sms())
+    part_ml = _buffer("part_ml", 2 * b * h * splits)
+    part_acc = _buffer("part_acc", b * h * splits * DV)
+    fn(
+        (splits, blocks, b),
+        (32 * warps,),
+        (
+            arrays["q"],
+            arrays["pool"],
+            arrays["block_table"],
+            part_ml,
+            part_acc,
+            arrays["out"],
+            np.int32(h),
+            np.int32(t),
+            np.int32(per),
+            np.float32(SCALE * LOG2E),
+        ),
+        shared_mem=smem,
+    )
+
+
 def _launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None:
+    if version.stem == "04_phase_pipeline":
+        _launch_pipe(module, version, shape, arrays)
+        return
     if version.stem == "03_wgmma":
         _launch_wgmma(module, version, shape, arrays)
         return

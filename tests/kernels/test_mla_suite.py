@@ -36,10 +36,11 @@ def test_declares_one_benchmark_over_the_sweep(loaded: LoadedSuite, suite: Modul
         "01_split_latent": "mla_decode",
         "02_bulk_ring": "mla_decode",
         "03_wgmma": "mla_decode",
+        "04_phase_pipeline": "mla_decode",
     }
     assert dict(bench.headline) == {"b": 1, "h": 128, "t": 32768}
     assert len(bench.shapes) == 6
-    assert len(plan_cases([loaded])) == 3 * len(bench.shapes)
+    assert len(plan_cases([loaded])) == 4 * len(bench.shapes)
     assert bench.roofline.bandwidth == "copy" and bench.roofline.compute == "gemm_bf16"
     names = [c.name for c in bench.candidates]
     assert "cuDNN SDPA" in names and "torch.matmul + softmax (cuBLAS)" in names
@@ -148,6 +149,37 @@ def test_wgmma_version_plans_64_heads_a_cta_and_falls_back_below(
     assert "-arch=sm_90a" in options and f"-I{suite.HERE}" in options
 
 
+def test_pipeline_variants_are_built_planned_and_fit(
+    loaded: LoadedSuite, suite: ModuleType
+) -> None:
+    version = version_named(loaded, "04_phase_pipeline")
+    built = set(
+        re.findall(r"^PIPE_ENTRY\((\d+), (\d+), (true|false), (q?)\)$", version.source, re.M)
+    )
+    assert {f"w{w}_r{r}{q}" for w, r, _, q in built} == set(suite.PIPE_ENTRIES)
+    assert all((flag == "true") == (q == "q") for _, _, flag, q in built)
+    consts = {m[0]: int(m[1]) for m in re.findall(r"constexpr int (\w+) = (\d+);", version.source)}
+    assert consts["TT"] == suite.TILE and consts["HB"] == suite.PIPE_HEADS
+    assert consts["DQK"] + 8 == suite.ROW and consts["MAX_SPLITS"] == suite.MAX_SPLITS
+    assert suite.measured_variant(version, 16) in suite.PIPE_ENTRIES
+    for variant in suite.PIPE_ENTRIES:
+        warps, slots = suite.parse_pipe_variant(variant)
+        smem = suite.pipe_smem_bytes(warps, slots)
+        # one CTA an SM, and never two: the grid is sized as one CTA an SM
+        assert smem + 16 <= 227 * 1024 and 2 * (smem + 1024) > 228 * 1024
+    for shape in loaded.claims["04_phase_pipeline"].shapes:
+        splits, per, blocks = suite.plan_pipe(shape, H200_SMS)
+        assert blocks * 16 == shape["h"]
+        assert per % suite.TILE == 0 and splits * per >= shape["t"] > (splits - 1) * per
+        assert splits * blocks * shape["b"] <= H200_SMS and splits <= suite.MAX_SPLITS
+    # the memory-bound shape: 16 splits of 2048 tokens a sequence, 128 of the 132 SMs
+    assert suite.plan_pipe({"b": 8, "h": 16, "t": 32768}, H200_SMS) == (16, 2048, 1)
+    with pytest.raises(ValueError, match="one wave"):
+        suite.plan_pipe({"b": 133, "h": 16, "t": 4096}, H200_SMS)
+    with pytest.raises(ValueError, match="multiple of 16 heads"):
+        suite.plan_pipe({"b": 1, "h": 24, "t": 4096}, H200_SMS)
+
+
 def test_plan_refuses_ragged_contexts(suite: ModuleType) -> None:
     with pytest.raises(ValueError, match="multiple of the 64-token page"):
         suite.plan("m1_s4", {"b": 1, "h": 16, "t": 4100}, H200_SMS)
@@ -173,7 +205,9 @@ def test_reference_matches_a_per_head_loop(suite: ModuleType) -> None:
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-@pytest.mark.parametrize("name", ["01_split_latent.cu", "02_bulk_ring.cu", "03_wgmma.cu"])
+@pytest.mark.parametrize(
+    "name", ["01_split_latent.cu", "02_bulk_ring.cu", "03_wgmma.cu", "04_phase_pipeline.cu"]
+)
 def test_compiles_for_sm90_without_spills(name: str) -> None:
     # wgmma needs the arch-specific target (nvcc's plain -arch=sm_90a also emits compute_90 PTX)
     arch = "-gencode=arch=compute_90a,code=sm_90a" if name == "03_wgmma.cu" else "-arch=sm_90"
