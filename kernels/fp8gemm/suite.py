@@ -65,11 +65,14 @@ SHAPES: tuple[Shape, ...] = (
     # the headline against the cheaper rowwise and per-tensor scaled calls (an upper bound)
     {**HEADLINE, "cheaper_scales": 1},
 )
-# Checked, never timed: a 2 x 3 tile grid with 5 k blocks (the ring wraps mid-tile), and 144
-# tiles on 132 SMs (some CTAs take a second tile, so the ring runs across tiles).
+# Checked, never timed: a 2 x 3 tile grid with 5 k blocks (the ring wraps mid-tile); 144
+# tiles on 132 SMs (some CTAs take a second tile, so the ring runs across tiles); and an N
+# that no tile width above 128 divides (640 = 3 x 192 + 64 = 2 x 256 + 128), so a version
+# with wider tiles clips its last tile column and its tiles straddle scale_b blocks.
 CHECK_SHAPES: tuple[Shape, ...] = (
     {"m": 256, "n": 384, "k": 640},
     {"m": 1536, "n": 1536, "k": 384},
+    {"m": 256, "n": 640, "k": 384},
 )
 
 # CUtensorMap enums from cuda.h.
@@ -131,7 +134,9 @@ class Geometry:
     """A version's launch, read from its own constants: tile BM x BN, k per stage BK,
     THREADS a block, SMEM_BYTES of dynamic shared memory, CLUSTER CTAs a cluster (1 if not
     stated; a cluster's CTAs take tile rows 2i and 2i + 1 and each loads 1/CLUSTER of the
-    shared B tile); one block per SM, persistent."""
+    shared B tile), RAGGED_N 1 if the kernel clips a last tile column that N does not fill
+    (N then need only be a multiple of the 128-wide scale block); one block per SM,
+    persistent."""
 
     entry: str
     bm: int
@@ -140,6 +145,7 @@ class Geometry:
     threads: int
     smem: int
     cluster: int = 1
+    ragged_n: bool = False
 
     @classmethod
     def of(cls, stem: str, source: str) -> Geometry:
@@ -150,12 +156,13 @@ class Geometry:
         if missing:
             raise ValueError(f"{entry}: the source does not define {missing}")
         return cls(entry, c["BM"], c["BN"], c["BK"], c["THREADS"], c["SMEM_BYTES"],
-                   c.get("CLUSTER", 1))
+                   c.get("CLUSTER", 1), bool(c.get("RAGGED_N", 0)))
 
     def problems(self, shape: Shape) -> list[str]:
         """Why the kernel would compute a wrong answer at this shape (its constraints)."""
         out = []
-        for dim, q in (("m", self.bm * self.cluster), ("n", self.bn), ("k", self.bk)):
+        n_step = BLOCK if self.ragged_n else self.bn
+        for dim, q in (("m", self.bm * self.cluster), ("n", n_step), ("k", self.bk)):
             if shape[dim] % q:
                 out.append(f"{dim} = {shape[dim]} is not a multiple of {q}")
         return out
@@ -165,7 +172,7 @@ class Geometry:
         (`clusters_at_once`, the driver's count): not every pair of SMs can host a cluster,
         and a cluster left over would start only after another finished its whole tile
         list, doubling the time."""
-        tiles = (shape["m"] // self.bm) * (shape["n"] // self.bn)
+        tiles = (shape["m"] // self.bm) * -(-shape["n"] // self.bn)
         ctas = sms if clusters_at_once is None else min(sms, clusters_at_once * self.cluster)
         return (min(tiles, ctas) // self.cluster * self.cluster,)
 

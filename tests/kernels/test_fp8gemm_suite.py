@@ -139,6 +139,26 @@ def test_every_shape_fits_the_kernel() -> None:
     assert BENCH.headline in BENCH.shapes
 
 
+def test_a_ragged_geometry_clips_the_last_tile_column() -> None:
+    """A version with RAGGED_N 1 takes any N that is a multiple of the scale block, and its
+    grid counts the clipped last tile column; without it N must fill whole tiles."""
+    source = "\n".join([
+        'extern "C" __global__ void k(int n) {}',
+        *(f"constexpr int {name} = {value};" for name, value in (
+            ("BM", 128), ("BN", 176), ("BK", 128), ("THREADS", 384), ("SMEM_BYTES", 197760),
+            ("RAGGED_N", 1))),
+    ])
+    g = fp8.Geometry.of("99_wide", source)
+    assert g.ragged_n and g.bn == 176 and g.entry == "k"
+    assert g.problems({"m": 256, "n": 640, "k": 384}) == []
+    assert g.problems({"m": 256, "n": 700, "k": 384}) == ["n = 700 is not a multiple of 128"]
+    assert g.grid({"m": 256, "n": 640}, 132) == (8,)  # 2 rows x ceil(640 / 176) = 4 columns
+    assert g.grid({"m": 4096, "n": 4096}, 132) == (132,)
+    fixed = fp8.Geometry.of("98_fixed", source.replace("RAGGED_N = 1", "RAGGED_N = 0"))
+    assert fixed.problems({"m": 256, "n": 640, "k": 384}) == ["n = 640 is not a multiple of 176"]
+    assert {"m": 256, "n": 640, "k": 384} in BENCH.check_shapes  # 640 = 3 x 176 + 112
+
+
 def test_work_model_at_the_headline() -> None:
     s = fp8.HEADLINE
     assert fp8.flops(s) == 2 * 4096**3
