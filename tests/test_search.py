@@ -70,3 +70,54 @@ def test_chrome_is_not_indexed(site: Path) -> None:
     record = fragments(site / "public")["/courses/demo/bandwidth/index.html"]
     for chrome in ("Skip to content", "Keyboard shortcuts", "Mark as done", "Up next"):
         assert chrome not in record["content"]
+
+
+def test_dropping_ignored_elements_before_pagefind_changes_no_byte(
+        site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_searchable` leaves out the code, math and SVG that Pagefind is told to ignore;
+    the bundle must be the one Pagefind makes when it ignores them itself: words on either
+    side of an element joined the same way, an ignored element's own id kept as an anchor,
+    a figure's image kept as the page's image. The sample's pages and a page made to hold
+    every such case are indexed both ways."""
+    from curriculum import index
+
+    edition = site / "member"
+    pages = sorted(p.relative_to(edition).as_posix() for p in edition.rglob("*.html")
+                   if not p.relative_to(edition).as_posix().startswith("static/"))
+    files = {p: (edition / p).read_bytes() for p in pages}
+    files["tricky/index.html"] = (
+        "<!doctype html><html><head><title>Tricky</title></head><body><main>"
+        "<h1>Rate<math><mi>r</mi></math>limited</h1><p>alpha<math><mi>x</mi></math>beta "
+        'gamma<svg viewBox="0 0 1 1"><text>hidden</text></svg>delta<pre><code>int x;</code>'
+        '</pre>zeta <pre id="kept"><code>y</code></pre> eta <math id="m"><mi>z</mi></math>'
+        '<figure><img src="a.png" alt="first image"></figure><svg><g id="inner"></g></svg>'
+        "</main></body></html>").encode()
+    out = index.Output(files=files, pages=[{"path": p} for p in files], edition="member")
+    dropped = [p for p in files
+               if index._searchable(files[p].decode()) != _whole_main(files[p].decode())]
+    assert "tricky/index.html" in dropped and len(dropped) >= 2, dropped
+
+    class Site:  # what `start_search_index` reads of a catalog
+        class site:
+            language = "en"
+
+    made = index.start_search_index(out, Site)()  # type: ignore[arg-type]
+    monkeypatch.setattr(index, "_without_excluded", lambda main: main)
+    whole = index.start_search_index(out, Site)()  # type: ignore[arg-type]
+    assert made == whole
+    tricky = next(json.loads(gzip.decompress(data)[len(SIGNATURE):])
+                  for name, data in made.items() if "/fragment/" in name
+                  and b"Tricky" not in data and b"limited" in gzip.decompress(data))
+    assert "alphabeta" in tricky["content"] and tricky["meta"]["image_alt"] == "first image"
+    assert {a["id"] for a in tricky["anchors"]} >= {"kept", "m"}
+
+
+def _whole_main(page: str) -> str:
+    from curriculum import index
+
+    real = index._without_excluded
+    try:
+        index._without_excluded = lambda main: main  # type: ignore[assignment]
+        return index._searchable(page)
+    finally:
+        index._without_excluded = real

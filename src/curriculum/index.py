@@ -163,11 +163,43 @@ def _searchable(page_html: str) -> str:
     end = page_html.find("</main>", start) if start >= 0 else -1
     if end < 0:
         return page_html
-    main = page_html[start:end + len("</main>")]
+    main = _without_excluded(page_html[start:end + len("</main>")])
     open_at = page_html.find("<title>")
     close_at = page_html.find("</title>", open_at) if open_at >= 0 else -1
     head = page_html[open_at:close_at + len("</title>")] if close_at >= 0 else ""
     return f"<!doctype html><html><head>{head}</head><body>{main}</body></html>"
+
+
+# Elements of `_EXCLUDE` that `_searchable` leaves out itself: code blocks, math and
+# inline SVG are most of a page's markup, and Pagefind still parses what it then ignores.
+# Pagefind joins the text on either side of an ignored element without a space, as
+# removing it does, so the bundle is byte-identical (a test checks it). It does keep an
+# ignored element's own id as an anchor, so an element with an id anywhere in it stays.
+_DROPPED = ("pre", "math", "svg")
+_DROPPED_OPEN = re.compile(r"<({})[\s>]".format("|".join(_DROPPED)))
+_OPENS = {tag: re.compile(rf"<{tag}[\s>]") for tag in _DROPPED}
+
+
+def _without_excluded(main: str) -> str:
+    """`main` without its `_DROPPED` elements that hold no id; unchanged if one holds
+    another of its own kind (the renderer writes none such)."""
+    found = _DROPPED_OPEN.search(main)
+    if found is None:
+        return main
+    kept: list[str] = []
+    at = 0
+    while found is not None:
+        tag = found.group(1)
+        close = main.find(f"</{tag}>", found.end())
+        if close < 0 or _OPENS[tag].search(main, found.end(), close) is not None:
+            return main
+        end = close + len(tag) + 3
+        if main.find(" id=", found.start(), end) < 0:
+            kept.append(main[at:found.start()])
+            at = end
+        found = _DROPPED_OPEN.search(main, end)
+    kept.append(main[at:])
+    return "".join(kept)
 
 
 def start_search_index(out: Output, catalog: Catalog,
