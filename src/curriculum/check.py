@@ -385,7 +385,7 @@ class LeakCheck:
                             secret.among(shingle_hashes(html.unescape(_TAG.sub(" ", key)))))
                     leaked = self.seen_navs[key]
                     text = f"{text[:start]} {text[end:]}"
-                plain = visible_text(text)
+                plain = visible_text(text, fold_spaces=False)
                 raw = _hidden_text(text)
             else:
                 plain = html.unescape(text)
