@@ -314,6 +314,22 @@ def test_where_keeps_only_the_matching_shapes(sources: Path) -> None:
         render_chart(none, latency_results(), sources)
 
 
+def test_versions_keeps_only_the_named_versions(sources: Path) -> None:
+    spec = ChartSpec(kind="sweep", topic="memory", benchmark="copy", versions=["02_copy_vec4"],
+                     alt="v")
+    svg = render_chart(spec, results(), sources)
+    assert "02 copy_vec4" in svg and "01 copy_scalar" not in svg
+    ladder = ChartSpec(kind="ladder", topic="memory", versions=["04_reduce_tree"], alt="v")
+    svg = render_chart(ladder, results(), sources)
+    assert "not measured" not in svg  # 03 exists as a source, but was not asked for
+    typo = ChartSpec(kind="sweep", topic="memory", versions=["02_copy_vec4", "2_copy"], alt="v")
+    with pytest.raises(ValueError, match="'2_copy'"):
+        render_chart(typo, results(), sources)
+    none = ChartSpec(kind="sweep", topic="memory", versions=["09_x"], alt="v")
+    with pytest.raises(ValueError, match="versions 09_x"):
+        render_chart(none, results(), sources)
+
+
 def test_chart_of_an_unmeasured_topic_is_a_located_warning(sample: Path) -> None:
     """A chart of a topic the results file lacks warns at its line; the check does not crash."""
     from conftest import edit

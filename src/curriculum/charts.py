@@ -123,6 +123,11 @@ class ChartSpec(BaseModel):
         description="Only the cases whose shape holds these values, e.g. {'causal': 0} to "
         "draw one mask of a suite that sweeps both.",
     )
+    versions: list[str] | None = Field(
+        default=None,
+        description="Only these versions, by file stem (e.g. ['01_tma_store']): a sweep of "
+        "the versions measured at every shape, leaving out those measured at the headline only.",
+    )
     alt: str = Field(min_length=1, description="Text alternative read in place of the chart.")
     caption: str | None = Field(default=None, description="Caption shown under the chart.")
     x: str | None = Field(
@@ -191,13 +196,22 @@ def _topic_cases(spec: ChartSpec, results: ResultsFile) -> list[CaseResult]:
         if c.topic == spec.topic
         and (spec.benchmark is None or c.benchmark == spec.benchmark)
         and all(c.shape.get(k) == v for k, v in (spec.where or {}).items())
+        and (spec.versions is None or c.version in spec.versions)
     ]
+    absent = sorted(set(spec.versions or ()) - {c.version for c in cases})
+    if cases and absent:
+        raise ValueError(
+            f"chart: no measured cases of {', '.join(map(repr, absent))} in topic "
+            f"{spec.topic!r} (versions are named by file stem, e.g. '01_naive')"
+        )
     if not cases:
         what = f"topic {spec.topic!r}" + (
             f", benchmark {spec.benchmark!r}" if spec.benchmark else ""
         )
         if spec.where:
             what += ", shapes with " + ", ".join(f"{k}={v}" for k, v in spec.where.items())
+        if spec.versions:
+            what += ", versions " + ", ".join(spec.versions)
         raise ValueError(
             f"chart: no measured cases for {what} in the {results.gpu_slug} results; "
             f"run `curriculum bench --only '{spec.topic}/*'` on a GPU"
@@ -327,7 +341,8 @@ def _ladder(ax: Any, spec: ChartSpec, cases: list[CaseResult], stems: list[str])
     get, _, fmt = FIELDS[spec.field]
     headline = {c.version: c for c in cases if c.headline}
     label = field_label(spec.field, list(headline.values()))
-    versions = sorted(set(headline) | (set(stems) if spec.benchmark is None else set()))
+    unmeasured = set(stems) if spec.benchmark is None and spec.versions is None else set()
+    versions = sorted(set(headline) | unmeasured)
     colors = _colors([c.benchmark for c in headline.values()])
     values: list[float | None] = [get(headline[v]) if v in headline else None for v in versions]
     ys = list(range(len(versions)))[::-1]
