@@ -53,7 +53,7 @@ def test_parse_body_takes_what_the_other_process_parsed(monkeypatch: pytest.Monk
     assert set(sent) == {text for text, _ in expected}
     # Here nothing is parsed: every body comes from what was sent.
     monkeypatch.setattr(bodies, "parse", lambda text: pytest.fail(f"parsed again: {text[:40]}"))
-    with parsed_elsewhere(files, lambda: dict(sent)):
+    with parsed_elsewhere((files, lambda: dict(sent))):
         for p in CAPSULES:
             for text, file, line in _bodies_of(p):
                 body = parse_body(text, file, line)
@@ -70,7 +70,7 @@ def test_a_body_not_sent_or_a_failed_process_is_parsed_here() -> None:
         raise RuntimeError("the worker died")
 
     for result in (failed, dict):  # dict: a result without this body
-        with parsed_elsewhere(files, result):
+        with parsed_elsewhere((files, result)):
             assert parse_body(text, file, line).parsed == want.parsed
     # Outside the block nothing is taken from elsewhere.
-    assert bodies._ELSEWHERE.result is None and not bodies._ELSEWHERE.files
+    assert not bodies._ELSEWHERE.results and not bodies._ELSEWHERE.batch_of

@@ -119,9 +119,9 @@ def parse_body(text: str, file: str, line: int) -> Body:
 #
 # Parsing is most of validating a large course, and it needs nothing from the rest of the
 # project: while this process loads and validates, a second one parses the bodies of the
-# last capsule files in load order (`parse_capsule_files`), and `parse_body` takes each
-# from there when validation reaches it. A body found differently there (or not at all) is
-# parsed here, so the tokens are those of `parse(text)` either way.
+# later capsule files in load order (`parse_capsule_files`), in batches, and `parse_body`
+# takes each from its batch when validation reaches it. A body found differently there (or
+# not at all) is parsed here, so the tokens are those of `parse(text)` either way.
 
 
 def parse_capsule_files(root: Path, paths: list[Path]) -> dict[str, bytes]:
@@ -140,23 +140,30 @@ def parse_capsule_files(root: Path, paths: list[Path]) -> dict[str, bytes]:
     return found
 
 
+Batch = tuple[Iterable[str], Callable[[], dict[str, bytes]]]
+
+
 class _Elsewhere:
-    """The files whose bodies another process is parsing, and how to wait for them."""
+    """The files whose bodies another process is parsing, by batch, and how to wait for
+    each batch."""
 
     def __init__(self) -> None:
-        self.files: frozenset[str] = frozenset()
-        self.result: Callable[[], dict[str, bytes]] | None = None
-        self.parsed: dict[str, bytes] | None = None
+        self.batch_of: dict[str, int] = {}
+        self.results: list[Callable[[], dict[str, bytes]]] = []
+        self.parsed: list[dict[str, bytes] | None] = []
 
     def take(self, text: str, file: str) -> list[Token] | None:
-        if file not in self.files or self.result is None:
+        at = self.batch_of.get(file)
+        if at is None:
             return None
-        if self.parsed is None:
+        parsed = self.parsed[at]
+        if parsed is None:
             try:
-                self.parsed = self.result()
+                parsed = self.results[at]()
             except Exception:  # noqa: BLE001 - the other process failed: parse here instead
-                self.parsed = {}
-        blob = self.parsed.pop(text, None)
+                parsed = {}
+            self.parsed[at] = parsed
+        blob = parsed.pop(text, None)
         return None if blob is None else tokens_from_flat(marshal.loads(blob))
 
 
@@ -164,15 +171,17 @@ _ELSEWHERE = _Elsewhere()
 
 
 @contextlib.contextmanager
-def parsed_elsewhere(files: Iterable[str], result: Callable[[], dict[str, bytes]]
-                     ) -> Iterator[None]:
-    """While inside, `parse_body` takes the bodies of `files` (source names, as a RawDoc's
-    `file`) from `result()`, which waits for `parse_capsule_files` in another process."""
-    _ELSEWHERE.files, _ELSEWHERE.result, _ELSEWHERE.parsed = frozenset(files), result, None
+def parsed_elsewhere(*batches: Batch) -> Iterator[None]:
+    """While inside, `parse_body` takes the bodies of each batch's files (source names, as
+    a RawDoc's `file`) from its `result()`, which waits for `parse_capsule_files` in
+    another process; a batch is waited for only when a body of it is first asked for."""
+    _ELSEWHERE.batch_of = {file: at for at, (files, _) in enumerate(batches) for file in files}
+    _ELSEWHERE.results = [result for _, result in batches]
+    _ELSEWHERE.parsed = [None] * len(batches)
     try:
         yield
     finally:
-        _ELSEWHERE.files, _ELSEWHERE.result, _ELSEWHERE.parsed = frozenset(), None, None
+        _ELSEWHERE.batch_of, _ELSEWHERE.results, _ELSEWHERE.parsed = {}, [], []
 
 
 def check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnostics,

@@ -25,6 +25,7 @@ from curriculum.catalog import Catalog
 from curriculum.epub import add_epubs
 from curriculum.errors import UsageError
 from curriculum.output import KIND_LABELS, Output, page_url
+from curriculum.write import memory_folder
 
 PAGEFIND_DIR = "static/pagefind/"
 # The runtime files the search page loads; Pagefind's bundled UI widgets are not used.
@@ -93,7 +94,7 @@ class _Pagefind:
         except Exception as exc:  # noqa: BLE001 - the wrapper raises its own kinds
             raise UsageError(f"Pagefind is installed but its program was not found: {exc}") from exc
         self.scratch = tempfile.TemporaryDirectory(prefix="curriculum-search-",
-                                                   dir=_memory_folder())
+                                                   dir=memory_folder())
         site = Path(self.scratch.name, "site")
         for path, page_html in pages:
             target = site / path
@@ -130,15 +131,6 @@ class _Pagefind:
             self.process.kill()
         self.process.communicate()
         self.scratch.cleanup()
-
-
-def _memory_folder() -> str | None:
-    """A memory-backed folder for Pagefind's scratch copy where the system has one
-    (/dev/shm on Linux), else the default temporary folder: the copy and its bundle are
-    thousands of small files, written once, read once and removed, which on a busy disk
-    cost more than Pagefind's own indexing."""
-    shm = "/dev/shm"
-    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 
 
 class Cancelled(Exception):

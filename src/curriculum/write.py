@@ -71,3 +71,12 @@ def discard(staging: Path) -> None:
 def write_tree(files: dict[str, bytes], target: Path, mtime: int | None = None) -> None:
     """Write `files` as the folder `target`: stage, then swap in."""
     swap_in(stage_tree(files, target, mtime), target)
+
+
+def memory_folder() -> str | None:
+    """A memory-backed folder for scratch files where the system has one (/dev/shm on
+    Linux), else None (the default temporary folder): Pagefind's copy of the pages and
+    its bundle are thousands of small files, written once, read once and removed, which
+    on a busy disk cost more than Pagefind's own indexing."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
