@@ -234,7 +234,17 @@ def _configure_new(p: argparse.ArgumentParser) -> None:
                    help="path: a step as capsule:ID, question:ID or experiment:ID (repeatable)")
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. Given `argv`, the commands whose options come from
+    modules that take a while to import (the GPU harness, artifacts, puzzles, traces) get
+    their options only if `argv` names them or asks for help: a build does not wait a
+    tenth of a second for them."""
+    words = set(argv) if argv is not None else None
+    full = words is None or not words.isdisjoint({"-h", "--help"})
+
+    def wanted(command: str) -> bool:
+        return full or command in words  # type: ignore[operator]
+
     p = argparse.ArgumentParser(prog="curriculum", description=__doc__.split("\n\n")[0])
     p.add_argument("--root", type=Path, default=Path("."), help="project folder (default: .)")
     p.add_argument("--templates", type=Path, default=None,
@@ -278,37 +288,42 @@ def parser() -> argparse.ArgumentParser:
     sc.set_defaults(func=cmd_schema)
 
     be = sub.add_parser("bench", help="check and time every kernel suite on the GPU")
-    try:
-        from curriculum.bench import cli as bench_cli
+    if wanted("bench"):
+        try:
+            from curriculum.bench import cli as bench_cli
 
-        bench_cli.configure(be)
-    except ImportError:
-        pass
+            bench_cli.configure(be)
+        except ImportError:
+            pass
     be.set_defaults(func=cmd_bench)
 
     ar = sub.add_parser("artifacts", help="write the PTX, SASS and ncu figures pages show "
                         "(needs a GPU, nvcc, cuobjdump and ncu)")
-    from curriculum.artifacts import configure as configure_artifacts
+    if wanted("artifacts"):
+        from curriculum.artifacts import configure as configure_artifacts
 
-    configure_artifacts(ar)
+        configure_artifacts(ar)
     ar.set_defaults(func=cmd_artifacts)
 
     pz = sub.add_parser("puzzle", help="CUDA puzzles: list, show one, check your kernel on the GPU")
-    from curriculum.puzzle import cli as puzzle_cli
+    if wanted("puzzle"):
+        from curriculum.puzzle import cli as puzzle_cli
 
-    puzzle_cli.configure(pz)
+        puzzle_cli.configure(pz)
     pz.set_defaults(func=cmd_puzzle)
 
     tr = sub.add_parser("trace", help="profile a decode step, eager and as a CUDA graph, on the GPU")
-    from curriculum import trace
+    if wanted("trace"):
+        from curriculum import trace
 
-    trace.configure(tr)
+        trace.configure(tr)
     tr.set_defaults(func=cmd_trace)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser(argv).parse_args(argv)
     args.root = args.root.resolve()
     try:
         return int(args.func(args))
