@@ -1,53 +1,50 @@
-// 07 split-KV with a shorter tail: a pool for the ragged end, and a merger that never waits on a ticket
+// 07 split-KV with a pool for the ragged end: the last steps of a context go to whichever warp is free
 //
-// Idea against 06: 04's stream runs at the read ceiling; what separates it from the floor is what
-// happens around the stream. Two changes to 04 (06's prefetch is not used), each a compile-time
-// switch so that scratch runs can time them apart:
-//
-// 1. A pool for the ragged end (POOL_STEPS). Each CTA's fixed range gives up POOL_STEPS 64-token
-//    steps; the tokens the shortened ranges leave at the end of each (batch, KV head) context form
-//    that group's pool, which the group's warps claim one 8-token warp-step at a time with an
-//    atomic add on a per-group counter. The claim for a warp's step after next goes out with the
-//    next step's K loads and is read a step later, so its round trip hides behind the loads. A CTA
-//    on an SM that gets more than its share of bandwidth takes more of the pool, so the group's
-//    CTAs end closer together (04 ends when its slowest CTA of 256 does). The state is the same
-//    KV head's, so the pool adds no partial states: only the atomics, about
-//    {pool warp-steps + one failing claim a warp} a group.
-// 2. A merger chosen on arrival (EARLY_MERGE). 04's last CTA waits two round trips on the
-//    critical path before it can read the partials: the release that publishes its own partial
-//    stores and the ticket's atomic. Here thread 0 takes a relaxed arrival ticket right after its
-//    loop (nothing to order yet, and its round trip overlaps the CTA merge); the CTA that arrives
-//    last in its group merges. The others publish with a release reduction and leave without
-//    waiting for anything to come back; the merger, knowing every other CTA of the group is past
-//    its loop, polls the published count with acquire loads (it waits only on running CTAs, so no
-//    residency assumption) and reads the partials. Critical path after the last CTA's loop: its
-//    CTA merge, at most a poll or two, one L2 round trip for the partials, the output store.
+// Idea against 06: 06 pushed bytes ahead of the stream and lost; the stream itself was never the
+// gap. Timestamps (globaltimer) of 04's CTAs in a scratch run put the gap elsewhere: every CTA
+// starts within a fraction of a microsecond, but the loops end over about four microseconds, the
+// first CTAs far ahead of the median and the last well behind it, and the group merge adds more
+// after the last one. 04's ranges are equal, so a CTA on an SM that gets less of the memory
+// system ends late and the bandwidth of the ones done early goes unused. Here each CTA's fixed
+// range gives up POOL 64-token steps; what the shortened ranges leave at the end of each
+// (batch, KV head) context is that group's pool. A warp whose fixed range is done claims the
+// pool's next 8-token step with an atomic add, so a fast CTA takes more of it and the group's
+// CTAs end closer together. Warp slot w (w = 0..7) claims only slots w of the pool's 64-token
+// blocks, from its own counter on its own 128-byte line: a scratch version with one counter a
+// group lost about a microsecond and a half a pool step, the claims queuing at one L2 address
+// (a same-address atomic is served one at a time; 512 of them a group at POOL = 1), and the
+// eight counters cut each queue to an eighth. The claim for the step after next goes out with
+// the next step's K loads and is read a step later, so its round trip hides behind the loads.
+// The claimed steps belong to the same KV head, so the softmax state simply continues: no
+// partial states are added. After the loop everything is 04's (CTA merge, ticket, last CTA's
+// merge of the splits).
 //
 // Expected bound (estimate), headline B = 1, 32 query / 8 KV heads, D = 128, T = 32768 on an
-// H200: 134 MB, 31.3 us at the ~4.29 TB/s copy ceiling. 04's accounting (kernels/attention/
-// DESIGN.md, estimates from scratch diagnostics): ~33.3 us for its grid's loads alone (launch,
-// ramp, the stream, the ragged end), under 1 us of loop arithmetic, ~2.4 us after the loop. The
-// merger on arrival should take one to one and a half L2 round trips (~0.7 us each) off the
-// ~2.4 us; the pool should take part of the ragged end, estimated from the spread of CTA end
-// times (unknown before measuring; 0-1 us). Prediction before measuring: 35.0-36.0 us, 87-89% of
-// copy, short of 90% unless the ragged end is larger than estimated; ahead of cuDNN SDPA.
+// H200: 134 MB, 31.3 us at the ~4.29 TB/s copy ceiling. 04 in the same scratch run as the
+// timestamps (estimates from those timings): about 3.5 us outside the CTAs (launch and the
+// timing events: a plain read of the same bytes pays it too), the last loop ending about 30.4 us
+// after the first CTA starts, and about 2.7 us from there to the last merge. Balancing can bring
+// the last loop end towards the median (about 28.9 us) plus what the pool's claims cost; if it
+// gains 1-1.5 us, 35-35.5 us: 88-89% of copy, a little short of 90%, still ahead of cuDNN SDPA.
+// At POOL = 2 (the measured setting) each split keeps 896 of its 1024 tokens at 32K and the pool
+// is 4096 tokens a group. A split gives up at most a quarter of its steps, so at 4K (32 splits of
+// two steps) and 1K (16 splits of one) there is no pool and 07 runs 04's ranges.
 //
 // Size constraints: as 04 (D = 128, G = 4, T a multiple of 64; tokens_per_split a multiple of 64;
-// splits = ceil(T / tokens_per_split) <= 256 (MAX_SPLITS); B * Hkv <= 4096 (MAX_GROUPS) of each
-// of the four counter arrays); the fixed range of a split is tokens_per_split - 64 POOL_STEPS
-// tokens but at least 64, so every warp has a fixed step and the pool may be empty (it is at
-// T = 1024, 16 splits of 64 tokens). Launches must not overlap (they share the counters), and a
-// launch that is cut short leaves its counters non-zero.
+// splits = ceil(T / tokens_per_split) <= 256 (MAX_SPLITS); B * Hkv <= 4096 (MAX_GROUPS) ticket
+// counters and 8 claim counters a group); the fixed range of a split is tokens_per_split less
+// 64 min(POOL, tokens_per_split / 256) tokens, never empty, so every warp has a fixed step, and
+// the pool may be empty. Launches
+// must not overlap (they share the counters), and a launch that is cut short leaves its counters
+// non-zero.
 //
 // Resources (nvcc 13.0, -gencode arch=compute_90a,code=sm_90a --resource-usage): 128 registers
 // (the launch bound's cap for two CTAs an SM), no spills, 20740 bytes of static shared memory, one
-// barrier, 64 KB of device counters; the same with POOL_STEPS 0 or 2 and with EARLY_MERGE 0.
+// barrier; 4.2 MB of device counters (16 KB of tickets, 4 MB of claim counters a line each). The
+// same registers and no spills with POOL_STEPS 0, 1 and 4.
 
 #ifndef POOL_STEPS
-#define POOL_STEPS 1  // 64-token steps a split gives up to its group's pool
-#endif
-#ifndef EARLY_MERGE
-#define EARLY_MERGE 1  // 1: the merger is chosen on arrival; 0: 04's last ticket merges
+#define POOL_STEPS 2  // 64-token steps a split gives up to its group's pool
 #endif
 
 constexpr int D = 128;
@@ -64,6 +61,7 @@ constexpr int MAX_GROUPS = 4096;
 constexpr int MERGE_CHUNK = 32;
 constexpr float RESCALE_SLACK = 8.0f;
 constexpr int POOL = POOL_STEPS;
+constexpr int LINE_WORDS = 32;      // a counter a 128-byte line
 constexpr int CLAIMED = -1;        // a warp's next step while its pool claim is in flight
 
 static_assert(D == 128 && CHUNKS * 4 * 8 == D, "4 lanes x 4 chunks of 8 dims cover a row");
@@ -74,12 +72,12 @@ static_assert(CTA_TOKENS == 64, "the launcher checks T % 64 == 0 and tokens_per_
 static_assert(POOL >= 0, "a split cannot give up a negative number of steps");
 static_assert(MAX_SPLITS % 32 == 0, "each lane of a weight warp holds MAX_SPLITS / 32 (m, l) pairs");
 
-// Counters per (b, hk) group, zero at module load and put back to zero by the group's merger:
-// 04's tickets (EARLY_MERGE 0), arrivals and published partials (EARLY_MERGE 1), pool claims.
+// One ticket counter per (b, hk) group; zero at module load and put back to zero by the last CTA.
 __device__ unsigned int group_tickets[MAX_GROUPS] = {};
-__device__ unsigned int group_arrivals[MAX_GROUPS] = {};
-__device__ unsigned int group_published[MAX_GROUPS] = {};
-__device__ unsigned int pool_claims[MAX_GROUPS] = {};
+// The pool's claim counters: one per (group, warp slot), each on its own 128-byte line, so the
+// claims of a group queue at eight L2 addresses instead of one (see the idea above). Zero at
+// module load and put back to zero by the last CTA.
+__device__ unsigned int pool_claims[MAX_GROUPS * WARPS * LINE_WORDS] = {};
 
 __device__ __forceinline__ float fast_exp2(float x) {  // exp2(-inf) = 0
     float y;
@@ -101,27 +99,6 @@ __device__ __forceinline__ unsigned take_ticket(unsigned* counter) {
                  : "l"(counter)
                  : "memory");
     return old;
-}
-
-// Adds one with no ordering (the arrival ticket); returns the old value.
-__device__ __forceinline__ unsigned atom_relaxed_add(unsigned* counter) {
-    unsigned old;
-    asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], 1;\n"
-                 : "=r"(old)
-                 : "l"(counter)
-                 : "memory");
-    return old;
-}
-
-// Adds one with release semantics at GPU scope; nothing comes back.
-__device__ __forceinline__ void red_release_add(unsigned* counter) {
-    asm volatile("red.release.gpu.global.add.u32 [%0], 1;\n" : : "l"(counter) : "memory");
-}
-
-__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-    return v;
 }
 
 // The merge of one group's splits, run by the CTA that drew the last ticket (all its threads).
@@ -239,11 +216,13 @@ __device__ __forceinline__ unsigned pack_bf16x2(float lo, float hi) {
 }
 
 
-// The warp's next step when it comes from the group's pool: lane 0 holds the raw index from its
-// atomic, read only here (a full step after the atomic went out, so its round trip is hidden).
-__device__ __forceinline__ int pool_token(unsigned raw, int pool_begin, int T) {
-    // (claims per launch stay below B * T / 8 + 1, so the product does not wrap)
-    const unsigned t = pool_begin + WARP_TOKENS * __shfl_sync(0xffffffffu, raw, 0);
+// The warp's next step when it comes from the pool: claim i of warp slot w is token
+// pool_begin + 64 i + 8 w, the slot's place in the pool's i-th 64-token block, as in a fixed range.
+// Lane 0 holds the raw claim from its atomic, read only here (a step after it went out).
+__device__ __forceinline__ int pool_token(unsigned raw, int pool_begin, int warp, int T) {
+    // (claims per launch stay below B * T / 64 + B * Hkv * splits, so the product does not wrap)
+    const unsigned t =
+        pool_begin + CTA_TOKENS * __shfl_sync(0xffffffffu, raw, 0) + WARP_TOKENS * warp;
     return t < static_cast<unsigned>(T) ? static_cast<int>(t) : T;
 }
 
@@ -267,17 +246,19 @@ split_kv_tail(const unsigned short* __restrict__ q, const unsigned short* __rest
     const int hk = blockIdx.y, kv_heads = gridDim.y, b = blockIdx.z;
     const int group = b * kv_heads + hk;
     const int q_row = group * G;
-    // The static range: tokens_per_split less POOL_STEPS steps (never below one step); what the
-    // static ranges leave at the end of the context is the group's pool.
-    const int static_tokens = max(CTA_TOKENS, tokens_per_split - POOL * CTA_TOKENS);
+    // The fixed range: tokens_per_split less POOL steps, but less at most a quarter of its steps
+    // (so short contexts, whose ranges are one or two steps, keep 04's ranges and no pool); what
+    // the fixed ranges leave at the end of the context is the group's pool.
+    const int given = min(POOL, tokens_per_split / CTA_TOKENS / 4);
+    const int static_tokens = tokens_per_split - given * CTA_TOKENS;
     const int t_begin = split * static_tokens;
     const int s_end = min(T, t_begin + static_tokens);
     const int pool_begin = min(T, splits * static_tokens);
-    unsigned* const claims = &pool_claims[group];
+    unsigned* const claims = &pool_claims[(group * WARPS + warp) * LINE_WORDS];
     const unsigned short* kh = k + static_cast<size_t>(group) * T * D + tq * 8;
     const unsigned short* vh = v + static_cast<size_t>(group) * T * D + tq * 8;
 
-    // The range is a non-empty multiple of CTA_TOKENS, so every warp has at least one static step;
+    // The range is a non-empty multiple of CTA_TOKENS, so every warp has at least one fixed step;
     // its first loads go out before q is read, so the two latencies overlap.
     int t = t_begin + warp * WARP_TOKENS;
     uint4 kr[CHUNKS], vr[CHUNKS];
@@ -320,7 +301,7 @@ split_kv_tail(const unsigned short* __restrict__ q, const unsigned short* __rest
         }
         // kr is free: the next step's K loads fly during this one's softmax and P V; the claim
         // for the step after goes out with them
-        if (POOL > 0 && next == CLAIMED) next = pool_token(next_raw, pool_begin, T);
+        if (POOL > 0 && next == CLAIMED) next = pool_token(next_raw, pool_begin, warp, T);
         const bool more = next < T;
         int after = T;
         if (more) {
@@ -372,13 +353,6 @@ split_kv_tail(const unsigned short* __restrict__ q, const unsigned short* __rest
         next = after;
     }
 
-#if EARLY_MERGE
-    // Arrival: the CTA whose warp 0 finishes last in its group will merge. A relaxed atomic (no
-    // stores to order yet); its round trip overlaps the CTA merge below.
-    unsigned arrival = 0;
-    if (threadIdx.x == 0) arrival = atom_relaxed_add(&group_arrivals[group]);
-#endif
-
     // Merge the CTA's 8 warp states (one a head); keep the result unnormalised for the split
     // merge. Lanes g < G hold head g's m and l; lanes t < 2 the accumulators, dims permuted as
     // the tiles hold them (see above the kernel).
@@ -423,38 +397,14 @@ split_kv_tail(const unsigned short* __restrict__ q, const unsigned short* __rest
         reinterpret_cast<float2*>(part_acc + p * D)[d2] = val;
     }
 
-#if EARLY_MERGE
-    if (threadIdx.x == 0) ticket = arrival;
-    __syncthreads();
-    if (ticket != static_cast<unsigned>(splits - 1)) {
-        // Not the merger: publish. The release orders every thread's partial stores (before the
-        // barrier above) before the count; nothing comes back, so the CTA is done once it is issued.
-        if (threadIdx.x == 0) red_release_add(&group_published[group]);
-        return;
-    }
-    // The merger: every other CTA of the group has arrived, so each is past its loop and will
-    // publish without waiting on anyone; wait for the count, then merge (its own partial is read
-    // back by the same CTA, ordered by the barrier).
-    if (threadIdx.x == 0) {
-        while (ld_acquire(&group_published[group]) != static_cast<unsigned>(splits - 1)) {
-        }
-        group_arrivals[group] = 0;  // ready for the next launch
-        group_published[group] = 0;
-        *claims = 0;
-    }
-    __syncthreads();
-    merge_splits(part_m, part_l, part_acc, out, weight, q_row, splits);
-#else
-    // 04's protocol: publish the partials and take a ticket in one step; the last ticket merges.
+    // As 04: publish the partials and take a ticket in one step; the last ticket merges.
     __syncthreads();
     if (threadIdx.x == 0) ticket = take_ticket(&group_tickets[group]);
     __syncthreads();
     if (ticket != static_cast<unsigned>(splits - 1)) return;
 
     merge_splits(part_m, part_l, part_acc, out, weight, q_row, splits);
-    if (threadIdx.x == 0) {
-        group_tickets[group] = 0;  // ready for the next launch
-        *claims = 0;
-    }
-#endif
+    // ready for the next launch: every other CTA's claims came before its ticket
+    if (threadIdx.x == 0) group_tickets[group] = 0;
+    if (threadIdx.x < WARPS) pool_claims[(group * WARPS + threadIdx.x) * LINE_WORDS] = 0;
 }

@@ -7,7 +7,8 @@ Three benchmarks:
 - `decode` (03-07): one query token per sequence over a KV cache with grouped-query attention
   (32 query heads share 8 KV heads): single pass, split-KV merged by the last CTA of each KV
   head in the same launch, the same through a block table of shuffled 16-token pages, with an L2
-  prefetch (06), and with a pool for the ragged end and a merger chosen on arrival (07).
+  prefetch (06), and with the last steps of each context handed out to whichever warp is free
+  (07).
 
 Every case is compared with each backend of PyTorch's SDPA (cuDNN, FlashAttention, efficient,
 math where the score matrix fits) on the same arrays, decode with `enable_gqa=True`; a backend
