@@ -70,6 +70,9 @@ class Format(NamedTuple):
     # blocks an SM lead the grid owning two tiles each (see `batch_1_doubles`); 0: none
     doubles_per_sm: int = 0
     wave_blocks_per_sm: int = 0
+    # One CTA an SM for the whole launch, its rows an equal share of N, its ring in dynamic shared
+    # memory; the geometry is read off the source's `#define` and `constexpr int` lines (09)
+    persistent: bool = False
 
 
 FORMATS: dict[str, Format] = {
@@ -102,6 +105,9 @@ FORMATS: dict[str, Format] = {
         threads_at_batch_1=128,
         wave_blocks_per_sm=7,  # 28 warps an SM at 72 registers (08's __launch_bounds__)
     ),
+    # 03's format streamed by bulk copies into one persistent CTA an SM: at batch 1 two whole rows
+    # a slot and the mma's diagonal, at batch 4 and 16 16-row tiles over 2048 values of K
+    "09_bulk_fp8_e4m3": Format(("w8", "scale"), 512, persistent=True),
     # 02's batch-1 work layout and grid (a 16-row tile, four warps over K, two tiles a block first)
     "04_nvfp4": Format(
         ("wq", "scales", "tscale"),
@@ -131,6 +137,52 @@ def measured_variant(version: Version, batch: int) -> str:
         raise ValueError(f"{version.id}: no '// Measured variants:' line in its header")
     chosen = dict(item.split("=") for item in m[1].split())
     return chosen[f"b{batch}"]
+
+
+GEOMETRY = re.compile(r"^(?:#define (\w+) (\d+)|constexpr int (\w+) = (\d+);)", re.MULTILINE)
+
+
+def geometry(version: Version) -> dict[str, int]:
+    """The integer constants a persistent version's source defines (`#define NAME value` and
+    `constexpr int NAME = value;` at the start of a line), so the launcher and the kernel share one
+    statement of the ring's shape."""
+    return {(m[1] or m[3]): int(m[2] or m[4]) for m in GEOMETRY.finditer(version.source)}
+
+
+def persistent_launch(version: Version, shape: Shape, sm_count: int) -> tuple[int, int, int]:
+    """(blocks, threads a block, bytes of dynamic shared memory) of a persistent version (09), or
+    ValueError: one CTA an SM, PAIR_WARPS (batch 1) or TILE_WARPS consumer warps and one producer.
+
+    Batch 1: min(MAX_SLOTS, PAIR_RING / 2K) slots of two rows of K, x as fp16 (2K bytes) and two
+    mbarriers a slot. Batch 4 and 16: TILE_SLOTS slots of 16 rows x PITCH bytes, two mbarriers a
+    slot and the consumer warps' sums of two tiles (fp32, 16 rows x batch each)."""
+    geo = geometry(version)
+    batch, k, n = shape["batch"], shape["k"], shape["n"]
+    problems = []
+    if batch == 1:
+        slots = min(geo["MAX_SLOTS"], geo["PAIR_RING"] // (2 * k))
+        threads = (geo["PAIR_WARPS"] + 1) * 32
+        smem = slots * 2 * k + 2 * k + 16 * slots
+        if slots < 2:
+            problems.append(f"k={k} leaves fewer than 2 ring slots of two rows")
+        if n < 2 * sm_count:
+            problems.append(f"n={n} gives some CTA fewer than 2 rows")
+    else:
+        slots = geo["TILE_SLOTS"]
+        threads = (geo["TILE_WARPS"] + 1) * 32
+        smem = slots * 16 * geo["PITCH"] + 16 * slots + 2 * geo["TILE_WARPS"] * 16 * batch * 4
+        if k % geo["TILE_K"]:
+            problems.append(f"k={k} is not a multiple of {geo['TILE_K']}")
+        if n < 16 * sm_count:
+            problems.append(f"n={n} gives some CTA fewer than 16 rows")
+    if smem > SMEM_PER_BLOCK:
+        problems.append(f"k={k} needs {smem} bytes of shared memory, over {SMEM_PER_BLOCK}")
+    if problems:
+        raise ValueError(f"{version.id}: " + "; ".join(problems))
+    return sm_count, threads, smem
+
+
+SMEM_PER_BLOCK = 227 * 1024  # an sm_90 block's opt-in maximum of dynamic shared memory
 
 
 def rows_per_block(stem: str, batch: int) -> int:
@@ -169,10 +221,13 @@ def plan(version: Version, shape: Shape, sm_count: int) -> tuple[str, int, int]:
     if k % fmt.k_multiple:
         problems.append(f"k={k} is not a multiple of {fmt.k_multiple}")
     rows = rows_per_block(version.stem, batch)
-    if n % rows:
+    if n % rows and not fmt.persistent:
         problems.append(f"n={n} is not a multiple of {rows}")
     if problems:
         raise ValueError(f"{version.id}: " + "; ".join(problems))
+    if fmt.persistent:
+        blocks, threads, _ = persistent_launch(version, shape, sm_count)
+        return f"{version.name}_b{batch}", blocks, threads
     blocks = n // rows
     if batch == 1:
         blocks -= batch_1_doubles(fmt, blocks, sm_count)
@@ -183,6 +238,7 @@ def plan(version: Version, shape: Shape, sm_count: int) -> tuple[str, int, int]:
 
 
 _functions: dict[tuple[int, str], tuple[Any, Any]] = {}
+_opted_in: dict[int, int] = {}  # id of a kernel in _functions -> dynamic shared memory allowed
 
 
 def _kernel(module: Any, entry: str) -> Any:
@@ -205,7 +261,15 @@ def _launch(module: Any, version: Version, shape: Shape, arrays: Arrays) -> None
     entry, blocks, threads = plan(version, shape, _sms())
     weights = [arrays[name] for name in FORMATS[version.stem].weights]
     args = (arrays["x"], *weights, arrays["y"], np.int32(shape["k"]), np.int32(shape["n"]))
-    _kernel(module, entry)((blocks,), (threads,), args)
+    kernel = _kernel(module, entry)
+    if FORMATS[version.stem].persistent:
+        smem = persistent_launch(version, shape, _sms())[2]
+        if _opted_in.get(id(kernel), 0) < smem:  # above 48 KB a kernel must opt in, once
+            kernel.max_dynamic_shared_size_bytes = smem
+            _opted_in[id(kernel)] = smem
+        kernel((blocks,), (threads,), args, shared_mem=smem)
+        return
+    kernel((blocks,), (threads,), args)
 
 
 # --- number formats, written against the array API so NumPy (tests) and CuPy share them --------

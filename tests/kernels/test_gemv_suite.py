@@ -28,7 +28,9 @@ EXPECTED = {
     "05_prefetch_w4a16": "gemv_w4a16",
     "06_prefetch_fp8_e4m3": "gemv_fp8",
     "08_ksplit_fp8_e4m3": "gemv_fp8",
+    "09_bulk_fp8_e4m3": "gemv_fp8",
 }
+PERSISTENT = {"09_bulk_fp8_e4m3"}  # one CTA an SM, dynamic shared memory
 BATCH_1_ONLY = {"gemv_nvfp4"}  # benchmarks that sweep batch 1 alone
 HEADLINE = {"batch": 1, "k": 8192, "n": 28672}
 H200_SMS = 132
@@ -77,6 +79,11 @@ def test_every_shape_has_a_valid_launch(loaded: LoadedSuite, suite: ModuleType, 
     for shape in loaded.claims[stem].shapes:
         entry, blocks, threads = suite.plan(version, shape, H200_SMS)
         assert entry in entries
+        if stem in PERSISTENT:
+            grid, threads_wanted, smem = suite.persistent_launch(version, shape, H200_SMS)
+            assert (blocks, threads) == (grid, threads_wanted) == (H200_SMS, threads)
+            assert 48 * 1024 < smem <= 227 * 1024
+            continue
         assert threads == suite.threads_per_block(stem, shape["batch"])
         tiles = shape["n"] // suite.rows_per_block(stem, shape["batch"])
         assert tiles - tiles // 2 <= blocks <= tiles
@@ -109,6 +116,42 @@ def test_launch_refuses_shapes_that_do_not_fit(loaded: LoadedSuite, suite: Modul
         suite.plan(w4, {"batch": 3, "k": 8192, "n": 28672}, H200_SMS)
     with pytest.raises(ValueError, match="n=100"):
         suite.plan(version_named(loaded, "01_bf16"), {"batch": 1, "k": 8192, "n": 100}, H200_SMS)
+
+
+def test_persistent_launch_sizes_the_ring_from_the_source(
+    loaded: LoadedSuite, suite: ModuleType
+) -> None:
+    """09: one CTA an SM; the launcher's shared memory is the kernel's carve-up, read off the
+    source's own constants (a -D override in a scratch build would change both)."""
+    v09 = version_named(loaded, "09_bulk_fp8_e4m3")
+    geo = suite.geometry(v09)
+    assert geo["PITCH"] == geo["TILE_K"] + 64 and geo["PITCH"] % 128 == 64
+    assert f"#define PAIR_RING {geo['PAIR_RING']}" in v09.source
+    threads_1 = (geo["PAIR_WARPS"] + 1) * 32
+    # 12 slots of two 8 KB rows, 16 KB of fp16 x, 24 mbarriers
+    assert suite.persistent_launch(v09, HEADLINE, H200_SMS) == (H200_SMS, threads_1, 213_184)
+    small = {"batch": 1, "k": 4096, "n": 14336}  # 24 slots of two 4 KB rows
+    assert suite.persistent_launch(v09, small, H200_SMS)[2] == 24 * 8192 + 8192 + 16 * 24
+    b16 = {"batch": 16, "k": 8192, "n": 28672}
+    assert suite.persistent_launch(v09, b16, H200_SMS)[2] == 5 * 16 * 2112 + 80 + 2 * 8 * 16 * 16 * 4
+    assert suite.plan(v09, b16, 8) == ("bulk_fp8_e4m3_b16", 8, (geo["TILE_WARPS"] + 1) * 32)
+    with pytest.raises(ValueError, match="k=4352 is not a multiple of 512"):
+        suite.plan(v09, {"batch": 1, "k": 4352, "n": 28672}, H200_SMS)
+    with pytest.raises(ValueError, match="k=5120 is not a multiple of 2048"):
+        suite.plan(v09, {"batch": 4, "k": 5120, "n": 28672}, H200_SMS)
+    with pytest.raises(ValueError, match="fewer than 16 rows"):
+        suite.plan(v09, {"batch": 16, "k": 8192, "n": 1024}, H200_SMS)
+    with pytest.raises(ValueError, match="shared memory"):
+        suite.plan(v09, {"batch": 1, "k": 32768, "n": 28672}, H200_SMS)
+
+
+@pytest.mark.parametrize(("n", "grid"), [(28672, 132), (14336, 132), (1000, 7), (33, 16)])
+def test_persistent_rows_cover_n_once_and_balance_to_a_row(n: int, grid: int) -> None:
+    """09's my_rows: CTA b owns rows [b N / grid, (b + 1) N / grid)."""
+    starts = [b * n // grid for b in range(grid + 1)]
+    counts = [starts[b + 1] - starts[b] for b in range(grid)]
+    assert starts[0] == 0 and starts[-1] == n and sum(counts) == n
+    assert max(counts) - min(counts) <= 1
 
 
 @pytest.mark.parametrize(
@@ -193,7 +236,8 @@ def test_compiles_for_sm90_without_spills(stem: str) -> None:
     spills = re.findall(r"(\d+) bytes (?:stack frame|spill stores|spill loads)", proc.stderr)
     registers = [int(r) for r in re.findall(r"Used (\d+) registers", proc.stderr)]
     assert len(spills) == 3 * len(registers) and all(n == "0" for n in spills), proc.stderr
-    assert registers and max(registers) <= 128  # 7 blocks of 2 warps an SM
+    # 7 blocks of 2 warps an SM; a persistent version's one CTA of 9 warps may hold 224
+    assert registers and max(registers) <= (224 if stem in PERSISTENT else 128)
 
 
 # --- number formats in NumPy ------------------------------------------------------------
@@ -546,6 +590,41 @@ def test_fp8_warp_computes_x_wt(suite: ModuleType, batch: int) -> None:
     y = _play_warp(x_bits, w8.reshape(16, -1), 16, _fp8_steps_for(table), None)
     want = suite.bf16_bits_to_float64(x_bits, np) @ table[w8].T
     np.testing.assert_allclose(y, want, rtol=1e-12, atol=1e-12)
+
+
+def test_fp8_row_pair_diagonal_computes_two_dot_products(suite: ModuleType) -> None:
+    """09 at batch 1: a warp's slot is two whole rows; lane (g, t) takes bytes 64g + 16t .. + 15 of
+    every 512 of both rows as A rows g and 8 + g, and the same 16 values of x (from the two halves
+    of the fp16 copy) as B column g. Only D[g][g] and D[8 + g][g] are kept, from lane (g, g / 2)."""
+    k = 1024
+    table = suite.e4m3_values()
+    rng = np.random.default_rng(60)
+    w8 = suite.encode_e4m3(rng.standard_normal((2, k)).astype(np.float32) * 50, np)
+    x_bits = _x_bits(suite, 1, k, 61)
+    x = suite.bf16_bits_to_float64(x_bits, np)[0]
+    # shared x: vector v of 8 values is half v % 2 of 16-value piece v / 2
+    halves = [x.reshape(-1, 2, 8)[:, h] for h in range(2)]
+    acc = np.zeros((4, 32, 4))
+    for c in range(0, k, 512):
+        a, b = np.zeros((4, 32, 4, 2)), np.zeros((4, 32, 2, 2))
+        for lane in range(32):
+            off = c + 16 * lane
+            r0, r1 = table[w8[0, off : off + 16]], table[w8[1, off : off + 16]]
+            piece = c // 16 + lane
+            xv = np.concatenate([halves[0][piece], halves[1][piece]])
+            for i in range(4):  # word i: bytes 4i..4i+3; pair 0 is a0/a1 with b0, pair 1 a2/a3 with b1
+                a[i, lane] = (r0[4 * i : 4 * i + 2], r1[4 * i : 4 * i + 2], r0[4 * i + 2 : 4 * i + 4],
+                              r1[4 * i + 2 : 4 * i + 4])
+                b[i, lane] = (xv[4 * i : 4 * i + 2], xv[4 * i + 2 : 4 * i + 4])
+        for i in range(4):
+            acc[i] += _mma(a[i], b[i])
+    d0 = d1 = 0.0
+    for lane in range(32):
+        g, t = divmod(lane, 4)
+        if t == g >> 1:
+            d0 += acc[:, lane, g & 1].sum()
+            d1 += acc[:, lane, 2 + (g & 1)].sum()
+    np.testing.assert_allclose([d0, d1], table[w8] @ x, rtol=1e-12)
 
 
 def test_fp8_integer_widening_is_exact_to_a_power_of_two() -> None:
