@@ -133,7 +133,9 @@ def test_persistent_launch_sizes_the_ring_from_the_source(
     small = {"batch": 1, "k": 4096, "n": 14336}  # 24 slots of two 4 KB rows
     assert suite.persistent_launch(v09, small, H200_SMS)[2] == 24 * 8192 + 8192 + 16 * 24
     b16 = {"batch": 16, "k": 8192, "n": 28672}
-    assert suite.persistent_launch(v09, b16, H200_SMS)[2] == 5 * 16 * 2112 + 80 + 2 * 8 * 16 * 16 * 4
+    assert (
+        suite.persistent_launch(v09, b16, H200_SMS)[2] == 5 * 16 * 2112 + 80 + 2 * 8 * 16 * 16 * 4
+    )
     assert suite.plan(v09, b16, 8) == ("bulk_fp8_e4m3_b16", 8, (geo["TILE_WARPS"] + 1) * 32)
     with pytest.raises(ValueError, match="k=4352 is not a multiple of 512"):
         suite.plan(v09, {"batch": 1, "k": 4352, "n": 28672}, H200_SMS)
@@ -612,9 +614,14 @@ def test_fp8_row_pair_diagonal_computes_two_dot_products(suite: ModuleType) -> N
             r0, r1 = table[w8[0, off : off + 16]], table[w8[1, off : off + 16]]
             piece = c // 16 + lane
             xv = np.concatenate([halves[0][piece], halves[1][piece]])
-            for i in range(4):  # word i: bytes 4i..4i+3; pair 0 is a0/a1 with b0, pair 1 a2/a3 with b1
-                a[i, lane] = (r0[4 * i : 4 * i + 2], r1[4 * i : 4 * i + 2], r0[4 * i + 2 : 4 * i + 4],
-                              r1[4 * i + 2 : 4 * i + 4])
+            # word i is bytes 4i..4i+3: pair 0 goes to a0/a1 with b0, pair 1 to a2/a3 with b1
+            for i in range(4):
+                a[i, lane] = (
+                    r0[4 * i : 4 * i + 2],
+                    r1[4 * i : 4 * i + 2],
+                    r0[4 * i + 2 : 4 * i + 4],
+                    r1[4 * i + 2 : 4 * i + 4],
+                )
                 b[i, lane] = (xv[4 * i : 4 * i + 2], xv[4 * i + 2 : 4 * i + 4])
         for i in range(4):
             acc[i] += _mma(a[i], b[i])
