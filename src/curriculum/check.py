@@ -310,16 +310,18 @@ class _Runs:
     _BITS = 24
 
     def __init__(self, parts: Iterable[Any]) -> None:
+        self.mask = (1 << self._BITS) - 1
+        arrays = [part for part in parts if part.size]
+        if not arrays:  # an edition that withholds nothing needs no numpy (0.1 s to import)
+            self.sorted, self.size, self.table = (), 0, ()
+            return
         import numpy as np
 
-        arrays = [part for part in parts if part.size]
-        runs = np.sort(np.concatenate(arrays)) if arrays else np.zeros(0, np.int64)
-        if runs.size:  # distinct values (sorting then comparing neighbours beats np.unique)
-            runs = runs[np.concatenate(([True], runs[1:] != runs[:-1]))]
-        self.sorted = runs
+        runs = np.sort(np.concatenate(arrays))
+        # Distinct values (sorting then comparing neighbours beats np.unique).
+        self.sorted = runs[np.concatenate(([True], runs[1:] != runs[:-1]))]
         self.size = int(self.sorted.size)
-        self.mask = (1 << self._BITS) - 1
-        self.table = np.zeros(1 << self._BITS if self.size else 0, dtype=bool)
+        self.table = np.zeros(1 << self._BITS, dtype=bool)
         self.table[self.sorted & self.mask] = True
 
     def among(self, found: Any) -> Any:
