@@ -112,8 +112,10 @@ def mask(text: str, code_lines: set[int] | None = None, markup: bool = True) -> 
     link inside a code span, say, is gone before links are looked for."""
     if code_lines:
         lines = text.split("\n")
-        text = "\n".join(" " * len(line) if i in code_lines else line
-                         for i, line in enumerate(lines))
+        for i in code_lines:
+            if 0 <= i < len(lines):
+                lines[i] = " " * len(lines[i])
+        text = "\n".join(lines)
     for pattern in (_COMMENT, _CODE_SPAN):
         text = _blank_all(text, (m.span() for m in pattern.finditer(text)))
     if markup:
