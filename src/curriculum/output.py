@@ -13,6 +13,7 @@ at a time.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import zlib
@@ -58,18 +59,27 @@ def relative(from_page: str, to_path: str) -> str:
 def relpath(to_path: str, from_dir: str) -> str:
     """`posixpath.relpath` for the site's own paths (relative, normalised), without its
     two trips to the working folder per call; anything else goes to `relpath`."""
-    target = [p for p in to_path.split("/") if p]
-    start = [p for p in from_dir.split("/") if p]
-    if to_path.startswith("/") or from_dir.startswith("/") or \
-            any(p in (".", "..") for p in (*target, *start)):
+    target, start = _parts(to_path), _parts(from_dir)
+    if target is None or start is None:
         return posixpath.relpath(to_path, from_dir or ".")
     common = 0
     for a, b in zip(target, start, strict=False):
         if a != b:
             break
         common += 1
-    parts = [".."] * (len(start) - common) + target[common:]
+    parts = [".."] * (len(start) - common) + list(target[common:])
     return "/".join(parts) or "."
+
+
+@functools.lru_cache(maxsize=4096)
+def _parts(path: str) -> tuple[str, ...] | None:
+    """A site path's folders and name, or None for a path `relpath` leaves to posixpath
+    (absolute, or with `.` or `..`). A page's links share its folder and most targets
+    (the stylesheets, the home page), so the split is looked up, not made, for most."""
+    parts = tuple(p for p in path.split("/") if p)
+    if path.startswith("/") or "." in parts or ".." in parts:
+        return None
+    return parts
 
 
 @dataclass(frozen=True)
