@@ -50,7 +50,7 @@
 // suite's pipe_smem_bytes, plus 16 bytes static): w8_r4 96 registers, 181120 bytes; w8_r5 96,
 // 218496; w16_r4 75, 191360; w16_r5 75, 228736; w8_r5q 175, 218496; w16_r5q 108, 228736.
 //
-// Measured variant: w8_r5
+// Measured variant: w16_r5q
 
 constexpr int DQK = 576;              // latent 512 + rope 64
 constexpr int DV = 512;               // the latent part, also the value
