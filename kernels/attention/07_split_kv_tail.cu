@@ -10,11 +10,12 @@
 // (batch, KV head) context is that group's pool. A warp whose fixed range is done claims the
 // pool's next 8-token step with an atomic add, so a fast CTA takes more of it and the group's
 // CTAs end closer together. Warp slot w (w = 0..7) claims only slots w of the pool's 64-token
-// blocks, from its own counter on its own 128-byte line: a scratch version with one counter a
-// group lost about a microsecond and a half a pool step, the claims queuing at one L2 address
-// (a same-address atomic is served one at a time; 512 of them a group at POOL = 1), and the
-// eight counters cut each queue to an eighth. The claim for the step after next goes out with
-// the next step's K loads and is read a step later, so its round trip hides behind the loads.
+// blocks, from its own counter on its own 128-byte line. The first scratch version kept the
+// eight groups' counters in adjacent words, one 128-byte line for all of them, and lost more the
+// larger the pool: atomics on one line are served one at a time (over 4000 claims a launch at
+// one pool step). One counter a group on a line of its own timed close to the eight. The claim
+// for the step after next goes out with the next step's K loads and is read a step later, so its
+// round trip hides behind the loads.
 // The claimed steps belong to the same KV head, so the softmax state simply continues: no
 // partial states are added. After the loop everything is 04's (CTA merge, ticket, last CTA's
 // merge of the splits).
@@ -29,6 +30,16 @@
 // At POOL = 2 (the measured setting) each split keeps 896 of its 1024 tokens at 32K and the pool
 // is 4096 tokens a group. A split gives up at most a quarter of its steps, so at 4K (32 splits of
 // two steps) and 1K (16 splits of one) there is no pool and 07 runs 04's ranges.
+//
+// Outcome (scratch, direction only; the measured figures are the suite's): the pool did what it
+// was meant to and gained next to nothing. Timestamps showed the loop ends pulled together, the
+// first ones later and the last one where it was: while some CTAs end early the others take
+// their bandwidth, so the ragged end was never idle bandwidth. POOL 1, 2 and 4 timed within the
+// run-to-run spread of each other and of 04, 2 and 4 a shade ahead. The time after the last loop
+// (publish, ticket, merge) stays, and a diagnostic with it cut off (every CTA stores its partial
+// and leaves) sat at the 90% line: 90% needs a tail the cross-CTA merge cannot fit in (at least
+// two dependent L2 round trips after the last byte). A merger chosen on an arrival ticket,
+// polling a published count, lost to 04's ticket in scratch and was dropped.
 //
 // Size constraints: as 04 (D = 128, G = 4, T a multiple of 64; tokens_per_split a multiple of 64;
 // splits = ceil(T / tokens_per_split) <= 256 (MAX_SPLITS); B * Hkv <= 4096 (MAX_GROUPS) ticket
