@@ -153,18 +153,19 @@ def persistent_launch(version: Version, shape: Shape, sm_count: int) -> tuple[in
     """(blocks, threads a block, bytes of dynamic shared memory) of a persistent version (09), or
     ValueError: one CTA an SM, PAIR_WARPS (batch 1) or TILE_WARPS consumer warps and one producer.
 
-    Batch 1: min(MAX_SLOTS, PAIR_RING / 2K) slots of two rows of K, x as fp16 (2K bytes) and two
-    mbarriers a slot. Batch 4 and 16: TILE_SLOTS slots of 16 rows x PITCH bytes, two mbarriers a
+    Batch 1: min(MAX_SLOTS, PAIR_RING / 2K) slots of two rows of K, rounded down to a multiple of
+    PAIR_WARPS, x as fp16 (2K bytes) and two mbarriers a slot. Batch 4 and 16: TILE_SLOTS slots of 16 rows x PITCH bytes, two mbarriers a
     slot and the consumer warps' sums of two tiles (fp32, 16 rows x batch each)."""
     geo = geometry(version)
     batch, k, n = shape["batch"], shape["k"], shape["n"]
     problems = []
     if batch == 1:
-        slots = min(geo["MAX_SLOTS"], geo["PAIR_RING"] // (2 * k))
-        threads = (geo["PAIR_WARPS"] + 1) * 32
+        warps = geo["PAIR_WARPS"]  # each owns slots s = w mod warps: a multiple of warps
+        slots = min(geo["MAX_SLOTS"], geo["PAIR_RING"] // (2 * k)) // warps * warps
+        threads = (warps + 1) * 32
         smem = slots * 2 * k + 2 * k + 16 * slots
-        if slots < 2:
-            problems.append(f"k={k} leaves fewer than 2 ring slots of two rows")
+        if slots < warps:
+            problems.append(f"k={k} leaves fewer ring slots of two rows than the {warps} warps")
         if n < 2 * sm_count:
             problems.append(f"n={n} gives some CTA fewer than 2 rows")
     else:

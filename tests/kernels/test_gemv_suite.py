@@ -127,6 +127,8 @@ def test_persistent_launch_sizes_the_ring_from_the_source(
     geo = suite.geometry(v09)
     assert geo["PITCH"] == geo["TILE_K"] + 64 and geo["PITCH"] % 128 == 64
     assert f"#define PAIR_RING {geo['PAIR_RING']}" in v09.source
+    # the kernel rounds its slot count as the launcher does (slot s is warp s mod PAIR_WARPS's)
+    assert "PAIR_RING / (2 * k)) / PAIR_WARPS * PAIR_WARPS" in v09.source
     threads_1 = (geo["PAIR_WARPS"] + 1) * 32
     # 12 slots of two 8 KB rows, 16 KB of fp16 x, 24 mbarriers
     assert suite.persistent_launch(v09, HEADLINE, H200_SMS) == (H200_SMS, threads_1, 213_184)
@@ -143,8 +145,12 @@ def test_persistent_launch_sizes_the_ring_from_the_source(
         suite.plan(v09, {"batch": 4, "k": 5120, "n": 28672}, H200_SMS)
     with pytest.raises(ValueError, match="fewer than 16 rows"):
         suite.plan(v09, {"batch": 16, "k": 8192, "n": 1024}, H200_SMS)
-    with pytest.raises(ValueError, match="shared memory"):
-        suite.plan(v09, {"batch": 1, "k": 32768, "n": 28672}, H200_SMS)
+    with pytest.raises(ValueError, match="fewer ring slots of two rows than the 12 warps"):
+        suite.plan(v09, {"batch": 1, "k": 8704, "n": 28672}, H200_SMS)
+    # a slot count that is not a multiple of the warps is rounded down: 32 -> 24 at K = 512
+    assert suite.persistent_launch(v09, {"batch": 1, "k": 512, "n": 600}, H200_SMS)[2] == (
+        24 * 1024 + 1024 + 16 * 24
+    )
 
 
 @pytest.mark.parametrize(("n", "grid"), [(28672, 132), (14336, 132), (1000, 7), (33, 16)])
