@@ -131,10 +131,10 @@ def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = 
         # While this process loads and validates, a second one parses the later capsules
         # in batches (this one parses the others meanwhile, then takes those), then
         # highlights the code blocks.
-        scratch = stack.enter_context(tempfile.TemporaryDirectory(
-            prefix="curriculum-parsed-", dir=memory_folder())) if side is not None else ""
+        scratch = _scratch(stack) if side is not None else None
         batches = [_parsed_batch(side, root, batch, f"{scratch}/{i}")
-                   for i, batch in enumerate(_later_capsules(root))] if side is not None else []
+                   for i, batch in enumerate(_later_capsules(root))] \
+            if side is not None and scratch is not None else []
         pending = side.submit(highlight_files, sorted((root / "content").rglob("*.md"))) \
             if side is not None else None
         with parsed_elsewhere(*batches):
@@ -256,6 +256,16 @@ def _parsed_batch(side: ProcessPoolExecutor, root: Path, batch: list[Path], dest
         return found
 
     return [p.relative_to(root).as_posix() for p in batch], result
+
+
+def _scratch(stack: contextlib.ExitStack) -> str | None:
+    """A folder for the parsed batches, removed when `stack` closes; None where none can be
+    made (this process then parses every body itself)."""
+    try:
+        return stack.enter_context(tempfile.TemporaryDirectory(prefix="curriculum-parsed-",
+                                                               dir=memory_folder()))
+    except OSError:
+        return None
 
 
 def _parse_to_file(root: Path, batch: list[Path], dest: str) -> None:
