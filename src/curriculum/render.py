@@ -51,6 +51,9 @@ class Renderer:
             trim_blocks=True,
             lstrip_blocks=True,
             keep_trailing_newline=True,
+            # A build renders with the templates it started with; `serve` makes a new
+            # environment when a template changes. No stat of each template per page.
+            auto_reload=False,
         )
 
     # -- Markdown ----------------------------------------------------------------
