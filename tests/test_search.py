@@ -86,12 +86,12 @@ def test_dropping_ignored_elements_before_pagefind_changes_no_byte(
                    if not p.relative_to(edition).as_posix().startswith("static/"))
     files = {p: (edition / p).read_bytes() for p in pages}
     files["tricky/index.html"] = (
-        "<!doctype html><html><head><title>Tricky</title></head><body><main>"
-        "<h1>Rate<math><mi>r</mi></math>limited</h1><p>alpha<math><mi>x</mi></math>beta "
-        'gamma<svg viewBox="0 0 1 1"><text>hidden</text></svg>delta<pre><code>int x;</code>'
-        '</pre>zeta <pre id="kept"><code>y</code></pre> eta <math id="m"><mi>z</mi></math>'
-        '<figure><img src="a.png" alt="first image"></figure><svg><g id="inner"></g></svg>'
-        "</main></body></html>").encode()
+        b"<!doctype html><html><head><title>Tricky</title></head><body><main>"
+        b"<h1>Rate<math><mi>r</mi></math>limited</h1><p>alpha<math><mi>x</mi></math>beta "
+        b'gamma<svg viewBox="0 0 1 1"><text>hidden</text></svg>delta<pre><code>int x;</code>'
+        b'</pre>zeta <pre id="kept"><code>y</code></pre> eta <math id="m"><mi>z</mi></math>'
+        b'<figure><img src="a.png" alt="first image"></figure><svg><g id="inner"></g></svg>'
+        b"</main></body></html>")
     out = index.Output(files=files, pages=[{"path": p} for p in files], edition="member")
     dropped = [p for p in files
                if index._searchable(files[p].decode()) != _whole_main(files[p].decode())]

@@ -12,7 +12,6 @@ import gzip
 import hashlib
 import html
 import json
-import os
 import re
 import subprocess
 import tempfile
