@@ -4,6 +4,7 @@ search bundles for a large edition, and what an edit makes dirty."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -362,3 +363,33 @@ def test_a_failed_edit_leaves_the_last_good_pages_to_be_indexed(live: LiveSite,
         assert b"Bandwidth, indexed" in live.files["feed.xml"]
     finally:
         indexer.stop()
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_benchmark_samples_the_whole_process_tree(tmp_path: Path) -> None:
+    """The memory sampler of `bench/build_speed.py` finds a build's forked and spawned
+    processes from the kernel's children lists, as reading every process's parent does,
+    and reads the costly proportional sizes only when asked."""
+    bs = bench_module()
+    ready = tmp_path / "ready"
+    script = ("import subprocess, sys, time; from pathlib import Path; "
+              "kid = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+              "Path(sys.argv[1]).write_text(str(kid.pid)); time.sleep(60)")
+    proc = subprocess.Popen([sys.executable, "-c", script, str(ready)])
+    try:
+        for _ in range(200):
+            if ready.exists() and ready.read_text():
+                break
+            time.sleep(0.05)
+        kid = int(ready.read_text())
+        assert bs.tree_pids(proc.pid) == bs._tree_from_parents(proc.pid) == {proc.pid, kid}
+        rss, pss = bs.tree_memory(proc.pid, proportional=False)
+        assert rss > 0 and pss == 0
+        rss, pss = bs.tree_memory(proc.pid)
+        assert rss > 0 and 0 < pss <= rss
+    finally:
+        for pid in bs.tree_pids(proc.pid) - {proc.pid}:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
+        proc.kill()
+        proc.wait()
