@@ -21,9 +21,10 @@
 //   a small part of what mma.sync issues on this card.
 // - Twelve consumer warps; slot s belongs to warp s mod 12 for the whole launch (the slot count
 //   is a multiple of 12). The warp runs all of K for the slot's two rows, sums the diagonal with
-//   shuffles, scales and stores two values of y, and arrives on the slot's "empty" mbarrier, which
-//   the producer waits on before refilling. No CTA-wide barrier in the loop; the warps never wait
-//   on each other.
+//   shuffles, scales and stores two values of y, and arrives on the slot's "empty" mbarrier. The
+//   producer waits on it, then fences the async proxy (fence.proxy.async) before the refill: the
+//   reads are generic-proxy accesses, the copy an async-proxy write, and only the fence orders
+//   them. No CTA-wide barrier in the loop; the warps never wait on each other.
 // - x is converted to fp16 once per CTA into shared memory (16 KB), every lane reading its own
 //   column's 16 values a step: the conversion (three operations a pair in 03) leaves the loop.
 // - Batch 4 and 16: the batch fills the mma's columns, so the diagonal would waste them; a slot is
@@ -104,6 +105,10 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
             : "memory");
     } while (!done);
 }
+// Orders the slot reads this thread acquired through an "empty" mbarrier (generic proxy) before the
+// copy engine's refill that follows (async proxy); without it the two are unordered, which
+// compute-sanitizer's racecheck reported as a race on every slot.
+__device__ __forceinline__ void proxy_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 // One contiguous global range into shared memory by the copy engine; completes on `bar`.
 __device__ __forceinline__ void bulk_copy(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
@@ -204,7 +209,10 @@ __device__ __forceinline__ void gemv_pairs(const unsigned short* __restrict__ x,
             for (int j = 0; j < pairs; ++j) {
                 const int r = r0 + 2 * j;
                 const unsigned bytes = static_cast<unsigned>(min(2, r1 - r)) * k;
-                if (j >= slots) mbar_wait(empty0 + 8 * slot, phase ^ 1);
+                if (j >= slots) {
+                    mbar_wait(empty0 + 8 * slot, phase ^ 1);
+                    proxy_fence();  // the warp's reads of the slot, acquired by the wait, before the copy
+                }
                 mbar_expect_tx(full0 + 8 * slot, bytes);
                 bulk_copy(base + slot * slot_bytes, w8 + static_cast<size_t>(r) * k, bytes, full0 + 8 * slot);
                 if (++slot == slots) {
@@ -324,7 +332,10 @@ __device__ __forceinline__ void gemv_tiles(const unsigned short* __restrict__ x,
             const int valid = min(16, r1 - rt);
             const unsigned char* src = w8 + static_cast<size_t>(rt + lane) * k;
             for (int c = 0; c < chunks; ++c, ++j) {
-                if (j >= TILE_SLOTS) mbar_wait(empty0 + 8 * slot, phase ^ 1);
+                if (j >= TILE_SLOTS) {
+                    mbar_wait(empty0 + 8 * slot, phase ^ 1);
+                    proxy_fence();  // the warps' reads of the slot, acquired by the wait, before the copies
+                }
                 if (lane == 0) mbar_expect_tx(full0 + 8 * slot, valid * TILE_K);
                 __syncwarp();
                 if (lane < valid)
