@@ -237,3 +237,27 @@ def test_curriculum_jobs_must_be_a_number(sample: Path, tmp_path: Path,
     monkeypatch.setenv("CURRICULUM_JOBS", "two")
     with pytest.raises(UsageError, match="CURRICULUM_JOBS='two' is not a whole number"):
         build(sample, out_dir=tmp_path / "out", templates=TEMPLATES)
+
+
+def test_compiled_templates_are_kept_and_recompiled_when_edited(sample: Path,
+                                                                 tmp_path: Path) -> None:
+    """A build keeps Jinja's compiled templates in .cache/templates/ for the next one,
+    which must still see a template edited since; a cache that cannot be read as
+    compiled code costs a recompile, not the build."""
+    templates = tmp_path / "templates"
+    shutil.copytree(TEMPLATES, templates)
+    out = tmp_path / "out"
+    build(sample, out_dir=out, templates=templates)
+    kept = sorted((sample / ".cache" / "templates").rglob("*.cache"))
+    assert kept, "no compiled template was kept"
+    first = (out / "public" / "index.html").read_text()
+    assert "edited-footer-mark" not in first
+    base = templates / "base.html"
+    base.write_text(base.read_text().replace('<footer class="site-footer">',
+                                             '<footer class="site-footer edited-footer-mark">', 1))
+    build(sample, out_dir=out, templates=templates)
+    assert "edited-footer-mark" in (out / "public" / "index.html").read_text()
+    for path in kept:
+        path.write_bytes(b"not compiled code")
+    build(sample, out_dir=out, templates=templates)
+    assert (out / "public" / "index.html").read_text() != first

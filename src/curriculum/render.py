@@ -23,6 +23,7 @@ from curriculum.gating import EditionView
 from curriculum.markdown import headings, link_scheme, render_tokens
 from curriculum.measure import Measurements
 from curriculum.output import JOIN_PAGE, KIND_LABELS, Chapter, Output, page_url, relative
+from curriculum.store import template_cache
 
 __all__ = ["JOIN_PAGE", "KIND_LABELS", "Chapter", "Output", "Renderer", "capsule_listing",
            "hours", "loc_of", "page_url", "relative", "toc"]
@@ -55,6 +56,7 @@ class Renderer:
             # environment when a template changes. No stat of each template per page.
             auto_reload=False,
         )
+        self.env.bytecode_cache = template_cache(root, self.env)
 
     # -- Markdown ----------------------------------------------------------------
 
