@@ -134,11 +134,14 @@ __device__ __forceinline__ unsigned cluster_rank() {
     return rank;
 }
 
-// Arrive on the mbarrier at shared address `bar` of CTA `rank` of this cluster. The default
-// semantics (`.release` at CTA scope) are all the peer needs: it reads only what TMA wrote,
-// ordered by the full barrier. A `.release.cluster` arrival here (this file's first draft)
-// costs like a cluster-scope fence once a k block in every consumer warp; gemm_hopper's
-// 03_release_cluster measures that on the bf16 GEMM.
+// Arrive on the mbarrier at shared address `bar` of CTA `rank` of this cluster, with the default
+// semantics (`.release` at CTA scope). Not shown sufficient: racecheck reports hazards in this
+// version and in 04 between a stage's refill and the consumers' earlier reads of that stage
+// (01 and 03, where every thread arrives on its own CTA's barrier, are clean); whether the
+// scope, the one arrival a warp after __syncwarp, or the tool is at fault is not established
+// (DESIGN.md). A `.release.cluster` arrival here (this file's first draft) costs like a
+// cluster-scope fence once a k block in every consumer warp; gemm_hopper's 03_release_cluster
+// measures that on the bf16 GEMM.
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
     asm volatile(
         "{\n"
