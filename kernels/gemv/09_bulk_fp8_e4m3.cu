@@ -21,10 +21,10 @@
 //   a small part of what mma.sync issues on this card.
 // - Twelve consumer warps; slot s belongs to warp s mod 12 for the whole launch (the slot count
 //   is a multiple of 12). The warp runs all of K for the slot's two rows, sums the diagonal with
-//   shuffles, scales and stores two values of y, and arrives on the slot's "empty" mbarrier. The
-//   producer waits on it, then fences the async proxy (fence.proxy.async) before the refill: the
-//   reads are generic-proxy accesses, the copy an async-proxy write, and only the fence orders
-//   them. No CTA-wide barrier in the loop; the warps never wait on each other.
+//   shuffles, scales and stores two values of y. Each of its lanes fences the async proxy
+//   (fence.proxy.async: its reads are generic-proxy accesses, the refill an async-proxy write) and
+//   arrives on the slot's "empty" mbarrier; the producer waits on it and fences again before the
+//   copy. No CTA-wide barrier in the loop; the warps never wait on each other.
 // - x is converted to fp16 once per CTA into shared memory (16 KB), every lane reading its own
 //   column's 16 values a step: the conversion (three operations a pair in 03) leaves the loop.
 // - Batch 4 and 16: the batch fills the mma's columns, so the diagonal would waste them; a slot is
@@ -50,7 +50,7 @@
 // sizes the grid by the SM count).
 //
 // Resources (nvcc 13.0, -arch=sm_90a, --resource-usage, no spills): bulk_fp8_e4m3_b1 69 registers,
-// _b4 116, _b16 144; no static shared memory. Dynamic: batch 1, min(32, PAIR_RING / 2K) slots
+// _b4 114, _b16 146; no static shared memory. Dynamic: batch 1, min(32, PAIR_RING / 2K) slots
 // rounded down to a multiple of 12, of 2K bytes each, + 2K bytes of x + 16 bytes of barriers a
 // slot (213,184 at K = 8192: 12 slots; 205,184 at K = 4096: 24); batch 4 and 16, 5 x 16 x 2112 bytes + 80 of barriers + 2 x 8 x 16 x batch x 4
 // of sums (173,136 and 185,424).
@@ -105,9 +105,10 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
             : "memory");
     } while (!done);
 }
-// Orders the slot reads this thread acquired through an "empty" mbarrier (generic proxy) before the
-// copy engine's refill that follows (async proxy); without it the two are unordered, which
-// compute-sanitizer's racecheck reported as a race on every slot.
+// Orders shared-memory accesses of the generic proxy (the consumers' ld.shared of a slot) before the
+// async proxy's (the copy engine's refill). Every consumer lane fences after its reads and arrives on
+// the slot's "empty" mbarrier itself; the producer fences again after its wait. With one fenceless
+// arrive a warp after __syncwarp, compute-sanitizer's racecheck reported every refill as a race.
 __device__ __forceinline__ void proxy_fence() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 // One contiguous global range into shared memory by the copy engine; completes on `bar`.
 __device__ __forceinline__ void bulk_copy(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
@@ -196,7 +197,7 @@ __device__ __forceinline__ void gemv_pairs(const unsigned short* __restrict__ x,
     if (threadIdx.x == 0) {
         for (int s = 0; s < slots; ++s) {
             mbar_init(full0 + 8 * s, 1);   // the producer's arrive, plus the bytes
-            mbar_init(empty0 + 8 * s, 1);  // the owning warp's arrive
+            mbar_init(empty0 + 8 * s, 32);  // every lane of the owning warp, after its reads
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -262,8 +263,9 @@ __device__ __forceinline__ void gemv_pairs(const unsigned short* __restrict__ x,
                 mma_f16(acc[i], e4m3_pair(aw[i], 0), e4m3_pair(bw[i], 0), e4m3_pair(aw[i], 1),
                         e4m3_pair(bw[i], 1), xw[2 * i], xw[2 * i + 1]);
         }
-        __syncwarp();
-        if (lane == 0) mbar_arrive(empty0 + 8 * slot);
+        // each lane orders its own reads of the slot before the refill (async proxy), then releases it
+        proxy_fence();
+        mbar_arrive(empty0 + 8 * slot);
         // D[g][g] (row 0) and D[8 + g][g] (row 1) sit in lane (g, g / 2), elements g % 2 and 2 + g % 2
         const bool diagonal = t == (g >> 1);
         const int e = g & 1;
@@ -317,7 +319,7 @@ __device__ __forceinline__ void gemv_tiles(const unsigned short* __restrict__ x,
     if (threadIdx.x == 0) {
         for (int s = 0; s < TILE_SLOTS; ++s) {
             mbar_init(full0 + 8 * s, 1);
-            mbar_init(empty0 + 8 * s, C);  // every consumer warp reads every slot
+            mbar_init(empty0 + 8 * s, C * 32);  // every consumer lane reads every slot
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
@@ -374,8 +376,8 @@ __device__ __forceinline__ void gemv_tiles(const unsigned short* __restrict__ x,
                 a[p] = load_shared(lane_at + slot * SLOT + p * 64);
                 b[p] = load_shared(lane_at + slot * SLOT + 8 * PITCH + p * 64);
             }
-            __syncwarp();
-            if (lane == 0) mbar_arrive(empty0 + 8 * slot);
+            proxy_fence();  // this lane's reads of the slot before the refill, then release it
+            mbar_arrive(empty0 + 8 * slot);
 #pragma unroll
             for (int p = 0; p < PW; ++p) {
                 const unsigned aw[4] = {a[p].x, a[p].y, a[p].z, a[p].w};
