@@ -54,10 +54,12 @@ class FakeModule:
         self.behaviour = fields.get("behaviour", "good")
         self.speed = float(fields.get("speed", "0.8"))
         self.launches = 0
+        self.sizes: list[int] = []  # shape["n"] of every launch, in order
 
     def run(self, shape: Shape, arrays: Arrays) -> None:
         x, out = arrays["x"], arrays["out"]
         self.launches += 1
+        self.sizes.append(shape["n"])
         b = self.behaviour
         if b == "skip":
             pass
@@ -104,6 +106,7 @@ class FakeBackend:
         self.nvml = nvml
         self.now = 0.0
         self.compiled: list[tuple[str, ...]] = []
+        self.modules: list[FakeModule] = []
         self.ceiling_calls = 0
         self.timers: list[FakeTimer] = []
 
@@ -129,7 +132,8 @@ class FakeBackend:
         self.compiled.append(options)
         if "#error" in source:
             raise RuntimeError("kern.cu(3): error: fake compile error")
-        return FakeModule(source)
+        self.modules.append(FakeModule(source))
+        return self.modules[-1]
 
     def rng(self, seed: int) -> Any:
         return numpy.random.default_rng(seed)

@@ -97,3 +97,9 @@ def test_full_run_exit_codes(root: Path, monkeypatch: pytest.MonkeyPatch, capsys
     assert cli.run(parse(root, "--only", "fake/02_*")) == 1
     err = capsys.readouterr().err
     assert "recorded" in err and "failed" in err and "(3,): got" in err
+
+
+def test_check_shapes_needs_check_only(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.run(parse(root, "--only", "fake/*", "--check-shapes")) == 2
+    assert "--check-shapes needs --check-only" in capsys.readouterr().err
+    assert not (root / "kernels" / "results").exists()

@@ -139,6 +139,27 @@ def test_check_only_writes_nothing(root: Path, backend: FakeBackend) -> None:
     assert backend.ceiling_calls == 0
 
 
+def test_check_shapes_launches_only_the_check_shapes(root: Path, backend: FakeBackend) -> None:
+    suite = root / "kernels" / "fake" / "suite.py"
+    suite.write_text(suite.read_text().replace(
+        "    headline=", '    check_shapes=[{"n": 96}, {"n": 130}],\n    headline='))
+    summary = bench(root, backend, check_only=True, check_shapes=True)
+    assert summary.results_path is None and backend.ceiling_calls == 0
+    got = statuses(summary)  # one outcome a version, whatever --small says
+    assert got == {("01_copy_good", "n=1024"): "checked", ("02_copy_wrong", "n=1024"): "failed",
+                   ("03_copy_fast", "n=1024"): "checked"}
+    assert [m.sizes for m in backend.modules] == [[96, 130], [96], [96, 130]]
+    wrong = next(o for o in summary.outcomes if o.case.version.stem == "02_copy_wrong")
+    assert "n=96" in wrong.messages[0]
+
+
+def test_check_shapes_without_any_checks_the_smallest_shape(root: Path, backend: FakeBackend
+                                                           ) -> None:
+    summary = bench(root, backend, only="fake/01_*", check_only=True, check_shapes=True)
+    assert statuses(summary) == {("01_copy_good", "n=1024"): "checked"}
+    assert [m.sizes for m in backend.modules] == [[1024]]
+
+
 def test_headline_filter(root: Path, backend: FakeBackend) -> None:
     summary = bench(root, backend, only="fake/01_*", headline=True)
     assert [o.case.shape_label for o in summary.outcomes] == ["n=4096"]

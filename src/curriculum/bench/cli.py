@@ -71,6 +71,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "buffers are not pooled, so a memory checker sees their bounds",
     )
     parser.add_argument(
+        "--check-shapes",
+        action="store_true",
+        help="with --check-only: check each version at its suite's check shapes alone (the "
+        "small sizes a memory or race checker gets through quickly); a suite without any is "
+        "checked at its smallest shape",
+    )
+    parser.add_argument(
         "--cool-down",
         metavar="SECONDS",
         type=float,
@@ -107,6 +114,8 @@ def _options(args: argparse.Namespace) -> BenchOptions:
         raise UsageError("--repeat must be at least 1")
     if args.time_cap <= 0:
         raise UsageError("--time-cap must be positive")
+    if args.check_shapes and not args.check_only:
+        raise UsageError("--check-shapes needs --check-only: check shapes are never timed")
     root = Path(getattr(args, "root", None) or Path.cwd())
     return BenchOptions(
         root=root,
@@ -117,6 +126,7 @@ def _options(args: argparse.Namespace) -> BenchOptions:
         small=args.small,
         headline=args.headline,
         check_only=args.check_only,
+        check_shapes=args.check_shapes,
         repeat=args.repeat,
         policy=TimingPolicy(time_cap_s=args.time_cap),
         cool_down_s=max(0.0, getattr(args, "cool_down", COOL_DOWN_S)),

@@ -75,6 +75,7 @@ from curriculum.results import (
     Run,
     Stat,
     UnavailableBaseline,
+    shape_label,
 )
 
 # A time this far under the roofline floor is a measurement bug, not a fast kernel
@@ -97,6 +98,7 @@ class BenchOptions:
     small: bool = False
     headline: bool = False
     check_only: bool = False
+    check_shapes: bool = False  # with check_only: each version at its suite's check shapes
     repeat: int = 1
     policy: TimingPolicy = field(default_factory=TimingPolicy)
     cool_down_s: float = COOL_DOWN_S
@@ -172,7 +174,8 @@ def plan(options: BenchOptions, listing: bool = False) -> list[Case]:
         for s in load_suites(options.root, topic_globs)
         if listing or not s.suite.expected_refusal or s.suite.topic in topic_globs
     ]
-    cases = select_cases(plan_cases(suites), options.only, options.small, options.headline)
+    small = options.small or options.check_shapes  # one case a version is enough
+    cases = select_cases(plan_cases(suites), options.only, small, options.headline)
     if not cases:
         what = f"--only {options.only!r}" if options.only else "kernels/"
         raise UsageError(f"no case matches {what}")
@@ -199,7 +202,7 @@ def run_bench(options: BenchOptions, backend: Backend, reporter: Reporter) -> Be
     cases = plan(options)
     info = backend.device()
     if options.check_only:
-        return _check_only(cases, backend, reporter)
+        return _check_only(cases, backend, reporter, options.check_shapes)
     path = options.out or default_results_path(options.root, info.slug)
     summary = BenchSummary(results_path=path)
     existing = store.read_locked(path, info.slug)
@@ -239,14 +242,17 @@ def run_bench(options: BenchOptions, backend: Backend, reporter: Reporter) -> Be
     return summary
 
 
-def _check_only(cases: list[Case], backend: Backend, reporter: Reporter) -> BenchSummary:
+def _check_only(
+    cases: list[Case], backend: Backend, reporter: Reporter, check_shapes: bool = False
+) -> BenchSummary:
     summary = BenchSummary(results_path=None)
     harness = _Harness(backend, TimingPolicy(), run_id="", run=None)
+    check = harness.check_shapes_only if check_shapes else harness.check_only
     reporter.begin(len(cases))
     try:
         for case in cases:
             reporter.case_started(case)
-            outcome = expected_refusal_outcome(harness.check_only(case))
+            outcome = expected_refusal_outcome(check(case))
             summary.outcomes.append(outcome)
             reporter.case_finished(outcome)
     finally:
@@ -418,6 +424,26 @@ class _Harness(Checker):
         finally:
             self.backend.release()
         return CaseOutcome(case, "checked", rel_err=checked.rel_err)
+
+    def check_shapes_only(self, case: Case) -> CaseOutcome:
+        """Check the version at its suite's check shapes (at the case's shape if it declares
+        none), each on fresh inputs; nothing else runs, so a sanitizer sees small launches."""
+        shapes = [dict(s) for s in case.benchmark.check_shapes] or [dict(case.shape)]
+        worst = 0.0
+        try:
+            module = self._module(case)
+            for shape in shapes:
+                checked = self.check(case, module, shape)
+                if not checked.passed:
+                    where = refusals.line("wrong-at-other-shape", f"at {shape_label(shape)}")
+                    return CaseOutcome(case, checked.status, rel_err=checked.rel_err,
+                                       messages=[where, *checked.messages])
+                worst = max(worst, checked.rel_err)
+        except Exception as exc:
+            return CaseOutcome(case, "failed", messages=[f"{type(exc).__name__}: {exc}"])
+        finally:
+            self.backend.release()
+        return CaseOutcome(case, "checked", rel_err=worst)
 
     def run_case(self, case: Case, repeat: int = 1) -> CaseOutcome:
         try:
