@@ -200,8 +200,10 @@ def test_missing_data_says_how_to_make_it(tmp_path):
 
 
 def test_without_a_gpu_one_line_and_exit_2(capsys, monkeypatch):
-    monkeypatch.setattr(D, "gpu_missing", lambda need_torch=True: "cupy is not installed")
-    assert D.main([]) == 2
+    from curriculum.decoder import __main__ as command
+
+    monkeypatch.setattr(command, "gpu_missing", lambda need_torch=True: "cupy is not installed")
+    assert command.main([]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "cupy is not installed" in err
 

@@ -7,7 +7,7 @@ suites launch them: RMSNorm (`rmsnorm/02_persistent_bf16`), the wgmma GEMM
 attention (`attention/02_flash_fwd`) for prefill and split-KV decoding
 (`attention/04_split_kv`), and the fused SwiGLU (`swiglu/02_fused`), with small glue
 kernels between them (`kernels/decoder/glue.cuh`: embedding gather, RoPE, layout moves,
-residual adds, argmax). On a CUDA GPU the command (the GPU half is `decoder_gpu`):
+residual adds, argmax). On a CUDA GPU the command (`__main__`; the GPU half is `gpu`):
 
 - checks every piece on its own, each in a child process, so that one piece that faults
   does not hide the others; then the whole prefill and several decode steps against the
@@ -25,13 +25,12 @@ steps of a cache of exactly T slots, so each decode step writes its K and V into
 The PyTorch model does the same, so the comparison is exact in what it computes.
 
 Pages cite the data as `{fig:decoder/KEY.FIELD}` (see `figure`) and draw it with chart
-kinds `breakdown` and `throughput`. Everything here but `decoder_gpu` runs without a GPU.
+kinds `breakdown` and `throughput`. Everything here and in `__main__` runs without a GPU;
+`gpu` is imported only where CuPy, PyTorch and a CUDA GPU are present.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -904,77 +903,3 @@ def draw_throughput(ax: Any, data: dict[str, Any]) -> None:
         loc="left",
         fontsize=9,
     )
-
-
-# --- command -------------------------------------------------------------------------------
-
-
-def gpu_missing(need_torch: bool = True) -> str | None:
-    """Why the GPU half cannot run here, or None."""
-    for name in ("cupy", "torch") if need_torch else ("cupy",):
-        try:
-            __import__(name)
-        except ImportError:
-            return f"{name} is not installed"
-    if not need_torch:
-        return None
-    import torch
-
-    if not torch.cuda.is_available():
-        return "torch.cuda.is_available() is False"
-    return None
-
-
-def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--root", type=Path, default=Path("."), help="the project root")
-    p.add_argument(
-        "--out", type=Path, default=None, help=f"folder for {DATA_FILE} (default: kernels/{TOPIC}/)"
-    )
-    p.add_argument(
-        "--batches", default=None, help="decode batches, comma-separated (default: 1,4,16)"
-    )
-    p.add_argument(
-        "--time-cap", type=float, default=2.0, help="seconds of timing at most per configuration"
-    )
-    p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
-    p.add_argument("--prefill-compile-mode", default="max-autotune-no-cudagraphs")
-    p.add_argument("--decode-compile-mode", default="reduce-overhead")
-    p.add_argument(
-        "--compile-batches",
-        default=None,
-        help="decode batches to torch.compile, comma-separated (default: all)",
-    )
-    p.add_argument("--piece", default=None, help=argparse.SUPPRESS)  # child process: one piece
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m curriculum.decoder", description=(__doc__ or "").split("\n\n")[0]
-    )
-    configure(p)
-    args = p.parse_args(argv)
-    reason = gpu_missing(need_torch=not args.piece)
-    if reason:
-        sys.stderr.write(f"decoder needs CuPy, PyTorch and a CUDA GPU: {reason}\n")
-        return 2
-    cfg = Config()
-    if args.batches:
-        try:
-            batches = tuple(int(b) for b in args.batches.split(","))
-        except ValueError:
-            sys.stderr.write(f"--batches {args.batches!r}: not comma-separated integers\n")
-            return 2
-        cfg = Config(batches=batches)
-    found = problems(cfg)
-    if found:
-        sys.stderr.write("decoder: the shapes break kernel rules: " + "; ".join(found) + "\n")
-        return 2
-    from curriculum import decoder_gpu
-
-    if args.piece:
-        return decoder_gpu.run_piece(args.root, cfg, args.piece)
-    return decoder_gpu.run(args, cfg)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,5 @@
-"""The GPU half of `python -m curriculum.decoder` (see `decoder` for what it does and why).
+"""The GPU half of `python -m curriculum.decoder` (the package's docstring says what it does
+and why).
 
 Imported only where CuPy, PyTorch and a CUDA GPU are present. Our decoder is a list of
 launches of the course's kernels (CuPy RawModule, compiled with the options their suites
@@ -1067,9 +1068,9 @@ class Run:
             kid: source_hash(self.root / "kernels" / f"{kid}.cu") for kid in D.COURSE_KERNELS
         }
         sources[D.GLUE] = source_hash(self.root / D.GLUE_FILE)
-        for mod in ("decoder", "decoder_gpu"):
-            sources[f"src/curriculum/{mod}.py"] = source_hash(
-                self.root / "src" / "curriculum" / f"{mod}.py"
+        for mod in ("__init__", "__main__", "gpu"):
+            sources[f"src/curriculum/decoder/{mod}.py"] = source_hash(
+                self.root / "src" / "curriculum" / "decoder" / f"{mod}.py"
             )
         return {
             "gpu_name": torch.cuda.get_device_name(0),
