@@ -9,9 +9,10 @@
 // B tile: each CTA loads its own A and one half of B, and TMA's multicast writes that half into
 // the shared memory of both. Each SM then pulls 24 KiB per k block instead of 32 (-25%).
 // The price is coupling: a stage may be refilled only when the consumers of both CTAs have
-// released it, so each consumer warp releases it in its own CTA and, through the cluster's
-// shared-memory window, in its peer's (the empty barrier counts 16 warps), and the two CTAs
-// walk their tile pairs in step. Promotion, scales and epilogue are 01's.
+// released it, so each consumer thread releases it in its own CTA and one lane of each
+// consumer warp, through the cluster's shared-memory window, in its peer's (the empty
+// barrier counts 256 threads and 8 peer warps), and the two CTAs walk their tile pairs in
+// step. Promotion, scales and epilogue are 01's.
 //
 // Expected bound (estimate): if 01 is held by L2 bandwidth, up to 1/0.75 = 1.33x its rate,
 // capped by the tensor cores and 01's promotion bubbles; if 01 is held by the tensor cores
@@ -135,13 +136,12 @@ __device__ __forceinline__ unsigned cluster_rank() {
 }
 
 // Arrive on the mbarrier at shared address `bar` of CTA `rank` of this cluster, with the default
-// semantics (`.release` at CTA scope). Not shown sufficient: racecheck reports hazards in this
-// version and in 04 between a stage's refill and the consumers' earlier reads of that stage
-// (01 and 03, where every thread arrives on its own CTA's barrier, are clean); whether the
-// scope, the one arrival a warp after __syncwarp, or the tool is at fault is not established
-// (DESIGN.md). A `.release.cluster` arrival here (this file's first draft) costs like a
-// cluster-scope fence once a k block in every consumer warp; gemm_hopper's 03_release_cluster
-// measures that on the bf16 GEMM.
+// semantics (`.release` at CTA scope). Only the consumers' wgmma read the B tiles a peer
+// writes, and `wgmma.wait_group` has finished those reads before the arrival, as in
+// gemm_hopper's 02. The threads' own reads of a stage (the row scales) are released by each
+// thread's arrival on its own CTA's barrier (below). A `.release.cluster` arrival here (this
+// file's first draft) costs like a cluster-scope fence once a k block in every consumer warp;
+// gemm_hopper's 03_release_cluster measures that on the bf16 GEMM.
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
     asm volatile(
         "{\n"
@@ -277,7 +277,8 @@ fp8_gemm_cluster_multicast(const __grid_constant__ TensorMap tmap_a,  // A: M x 
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full_bar + 8 * s, 1);
-            mbar_init(empty_bar + 8 * s, CLUSTER * CONSUMERS * 4);  // every consumer warp of both
+            // Every consumer thread of this CTA, and every consumer warp of the peer.
+            mbar_init(empty_bar + 8 * s, CONSUMERS * 128 + (CLUSTER - 1) * CONSUMERS * 4);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -360,12 +361,15 @@ fp8_gemm_cluster_multicast(const __grid_constant__ TensorMap tmap_a,  // A: M x 
             const float* sa = sa_tiles + s * (SA_STAGE_BYTES / 4);
             const float f0 = sa[row_in_tile] * sb;
             const float f1 = sa[row_in_tile + 8] * sb;
-            // Tiles and scales of stage s are no longer read by this warp: release the stage
-            // in both CTAs (the peer's producer writes its B half here too).
-            __syncwarp();
+            // Tiles and scales of stage s are no longer read by this thread: release the stage
+            // here, each thread for its own scale reads, and one lane a warp in the peer, whose
+            // producer writes its B half here too (read only by the finished wgmma).
+            mbar_arrive(empty_bar + 8 * s);
             if (lane == 0) {
 #pragma unroll
-                for (unsigned r = 0; r < CLUSTER; ++r) mbar_arrive_cluster(empty_bar + 8 * s, r);
+                for (unsigned r = 0; r < CLUSTER; ++r) {
+                    if (r != rank) mbar_arrive_cluster(empty_bar + 8 * s, r);
+                }
             }
             // Promotion: the chunk's fp32 sums, scaled, into the full-precision accumulator.
 #pragma unroll
