@@ -103,3 +103,16 @@ def test_check_shapes_needs_check_only(root: Path, capsys: pytest.CaptureFixture
     assert cli.run(parse(root, "--only", "fake/*", "--check-shapes")) == 2
     assert "--check-shapes needs --check-only" in capsys.readouterr().err
     assert not (root / "kernels" / "results").exists()
+
+
+def test_a_check_at_other_shapes_names_them(root: Path) -> None:
+    from fakebench import options
+
+    from curriculum.bench.runner import SilentReporter, run_bench
+
+    suite = root / "kernels" / "fake" / "suite.py"
+    suite.write_text(suite.read_text().replace(
+        "    headline=", '    check_shapes=[{"n": 96}],\n    headline='))
+    summary = run_bench(options(root, only="fake/01_*", check_only=True, check_shapes=True),
+                        FakeBackend(), SilentReporter())
+    assert cli._outcome_line(summary.outcomes[0]).startswith("checked  fake/01_copy_good [n=96]")

@@ -149,6 +149,8 @@ def test_check_shapes_launches_only_the_check_shapes(root: Path, backend: FakeBa
     assert got == {("01_copy_good", "n=1024"): "checked", ("02_copy_wrong", "n=1024"): "failed",
                    ("03_copy_fast", "n=1024"): "checked"}
     assert [m.sizes for m in backend.modules] == [[96, 130], [96], [96, 130]]
+    good = next(o for o in summary.outcomes if o.case.version.stem == "01_copy_good")
+    assert good.checked_at == ["n=96", "n=130"]  # what the report line names, not n=1024
     wrong = next(o for o in summary.outcomes if o.case.version.stem == "02_copy_wrong")
     assert "n=96" in wrong.messages[0]
 

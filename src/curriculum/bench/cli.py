@@ -225,7 +225,8 @@ class RichReporter:
 
 def _outcome_line(o: CaseOutcome) -> str:
     expected = " (expected)" if o.case.expected_refusal and o.status in ("refused", "failed") else ""
-    head = f"{o.status:8s} {o.case.id} [{o.case.shape_label}]{expected}"
+    where = "; ".join(o.checked_at) if o.checked_at else o.case.shape_label
+    head = f"{o.status:8s} {o.case.id} [{where}]{expected}"
     r = o.result
     if r is None:
         err = f" rel err {o.rel_err:.2e}" if o.rel_err is not None else ""

@@ -112,6 +112,7 @@ class CaseOutcome:
     rel_err: float | None = None
     messages: list[str] = field(default_factory=list)
     repeat_medians_ms: list[float] = field(default_factory=list)
+    checked_at: list[str] = field(default_factory=list)  # shapes checked, when not the case's
 
 
 @dataclass
@@ -429,21 +430,23 @@ class _Harness(Checker):
         """Check the version at its suite's check shapes (at the case's shape if it declares
         none), each on fresh inputs; nothing else runs, so a sanitizer sees small launches."""
         shapes = [dict(s) for s in case.benchmark.check_shapes] or [dict(case.shape)]
+        labels = [shape_label(s) for s in shapes]
         worst = 0.0
         try:
             module = self._module(case)
-            for shape in shapes:
+            for shape, label in zip(shapes, labels, strict=True):
                 checked = self.check(case, module, shape)
                 if not checked.passed:
-                    where = refusals.line("wrong-at-other-shape", f"at {shape_label(shape)}")
+                    where = refusals.line("wrong-at-other-shape", f"at {label}")
                     return CaseOutcome(case, checked.status, rel_err=checked.rel_err,
-                                       messages=[where, *checked.messages])
+                                       messages=[where, *checked.messages], checked_at=[label])
                 worst = max(worst, checked.rel_err)
         except Exception as exc:
-            return CaseOutcome(case, "failed", messages=[f"{type(exc).__name__}: {exc}"])
+            return CaseOutcome(case, "failed", messages=[f"{type(exc).__name__}: {exc}"],
+                               checked_at=labels)
         finally:
             self.backend.release()
-        return CaseOutcome(case, "checked", rel_err=worst)
+        return CaseOutcome(case, "checked", rel_err=worst, checked_at=labels)
 
     def run_case(self, case: Case, repeat: int = 1) -> CaseOutcome:
         try:
