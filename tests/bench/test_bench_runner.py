@@ -226,3 +226,10 @@ def test_topic_without_suite_is_an_error_unless_filtered_out(
         bench(root, backend, check_only=True)
     summary = bench(root, backend, only="fake/01_*", check_only=True)
     assert summary.exit_code == 0
+
+
+def test_shape_glob_picks_shapes_by_label(root: Path, backend: FakeBackend) -> None:
+    summary = bench(root, backend, only="fake/01_*", shape="n=40*", check_only=True)
+    assert statuses(summary) == {("01_copy_good", "n=4096"): "checked"}
+    with pytest.raises(UsageError, match="at --shape 'n=7'"):
+        bench(root, backend, shape="n=7", check_only=True)

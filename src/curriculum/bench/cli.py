@@ -65,6 +65,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--headline", action="store_true", help="only each headline shape")
     parser.add_argument(
+        "--shape",
+        metavar="GLOB",
+        help="only shapes whose label matches, e.g. 'b=1,h=128,*' (labels: --list)",
+    )
+    parser.add_argument(
         "--check-only",
         action="store_true",
         help="correctness checks only: no ceilings, no timing, nothing written; "
@@ -127,6 +132,7 @@ def _options(args: argparse.Namespace) -> BenchOptions:
         headline=args.headline,
         check_only=args.check_only,
         check_shapes=args.check_shapes,
+        shape=args.shape,
         repeat=args.repeat,
         policy=TimingPolicy(time_cap_s=args.time_cap),
         cool_down_s=max(0.0, getattr(args, "cool_down", COOL_DOWN_S)),

@@ -99,6 +99,7 @@ class BenchOptions:
     headline: bool = False
     check_only: bool = False
     check_shapes: bool = False  # with check_only: each version at its suite's check shapes
+    shape: str | None = None  # glob on the shape label, e.g. 'b=1,h=128,*'
     repeat: int = 1
     policy: TimingPolicy = field(default_factory=TimingPolicy)
     cool_down_s: float = COOL_DOWN_S
@@ -176,9 +177,10 @@ def plan(options: BenchOptions, listing: bool = False) -> list[Case]:
         if listing or not s.suite.expected_refusal or s.suite.topic in topic_globs
     ]
     small = options.small or options.check_shapes  # one case a version is enough
-    cases = select_cases(plan_cases(suites), options.only, small, options.headline)
+    cases = select_cases(plan_cases(suites), options.only, small, options.headline, options.shape)
     if not cases:
         what = f"--only {options.only!r}" if options.only else "kernels/"
+        what += f" at --shape {options.shape!r}" if options.shape else ""
         raise UsageError(f"no case matches {what}")
     return shard_cases(cases, *options.shard)
 

@@ -276,12 +276,16 @@ def select_cases(
     only: str | None = None,
     small: bool = False,
     headline: bool = False,
+    shape: str | None = None,
 ) -> list[Case]:
-    """Filter by --only globs on the case id, and optionally to one shape per version."""
+    """Filter by --only globs on the case id and a --shape glob on the shape label, and
+    optionally to one shape per version."""
     patterns = only_patterns(only)
     chosen = [
         c for c in cases if not patterns or any(fnmatch.fnmatchcase(c.id, p) for p in patterns)
     ]
+    if shape:
+        chosen = [c for c in chosen if fnmatch.fnmatchcase(c.shape_label, shape)]
     if headline:
         chosen = [c for c in chosen if c.headline]
     if small:
