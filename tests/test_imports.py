@@ -114,3 +114,41 @@ def test_no_import_cycles() -> None:
         " <-> ".join(c) for c in new)
     gone = [c for c in KNOWN_CYCLES if c not in found]
     assert gone == [], f"no longer a cycle, remove it from KNOWN_CYCLES: {gone}"
+
+
+def private_uses(source: str, name: str) -> list[str]:
+    """Where module `name` (its text `source`) reaches another of the package's modules'
+    private names: `from curriculum.x import _y`, or `x._y` on a module it imported."""
+    tree = ast.parse(source, name)
+    private = lambda n: n.startswith("_") and not n.startswith("__")  # noqa: E731
+    found, modules = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith(
+                "curriculum")):
+            for alias in node.names:
+                if private(alias.name):
+                    found.append(f"{name}:{node.lineno}: from {node.module} import {alias.name}")
+                modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("curriculum"):
+                    modules.add(alias.asname or alias.name.split(".")[0])
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and private(node.attr)
+                and isinstance(node.value, ast.Name) and node.value.id in modules):
+            found.append(f"{name}:{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_the_private_name_check_finds_both_forms() -> None:
+    source = ("from curriculum.trace import _profile, profile\n"
+              "from curriculum import pages as p\n"
+              "p._nav(1)\np.__name__\n")
+    assert private_uses(source, "m") == ["m:1: from curriculum.trace import _profile",
+                                         "m:3: p._nav"]
+
+
+def test_no_module_imports_anothers_private_names() -> None:
+    found = [use for path in sorted(PACKAGE.rglob("*.py"))
+             for use in private_uses(path.read_text(encoding="utf-8"), module_name(path))]
+    assert found == [], "private names used across modules: " + "; ".join(found)

@@ -352,7 +352,8 @@ class Decoder:
         return g
 
 
-def _profile(torch: Any, body: Callable[[], None]) -> dict[str, Any]:
+def profile_run(torch: Any, body: Callable[[], None]) -> dict[str, Any]:
+    """Run `body` under torch.profiler (CPU and CUDA) and parse its Chrome trace."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -451,7 +452,7 @@ def run(out: Path, root: Path, log: Callable[[str], None] = _say) -> dict[str, A
             fn = make(b)
             fn()
             torch.cuda.synchronize()
-            parsed = _profile(torch, lambda fn=fn, mode=mode: _marked(torch, mode, fn))
+            parsed = profile_run(torch, lambda fn=fn, mode=mode: _marked(torch, mode, fn))
             seg = compact(parsed, names)
             s = summarize(seg["gpu"])
             steps[str(b)][mode].update({
@@ -503,7 +504,7 @@ def run(out: Path, root: Path, log: Callable[[str], None] = _say) -> dict[str, A
         try:
             body()
             torch.cuda.synchronize()
-            keep(key, title, _profile(torch, body))
+            keep(key, title, profile_run(torch, body))
         except Exception as exc:  # one pattern failing keeps the others
             log(f"  segment {key} failed: {exc!r}")
             segments[key] = {"title": title, "error": repr(exc)}

@@ -1566,7 +1566,7 @@ class Run:
     def profile(self) -> None:
         """One prefill and one decode step of ours under torch.profiler (graph replay, and
         eager where the replay shows no kernels), summed by kernel."""
-        from curriculum.trace import _profile
+        from curriculum.trace import profile_run
 
         cfg = self.cfg
 
@@ -1584,12 +1584,12 @@ class Run:
             g.launch(self.stream)
             self.stream.synchronize()
             rec = kernels_of(
-                _profile(self.torch, lambda g=g: (g.launch(self.stream), self.stream.synchronize()))
+                profile_run(self.torch, lambda g=g: (g.launch(self.stream), self.stream.synchronize()))
             )
             how = "graph replay"
             if len(rec) < len(launches):
                 rec = kernels_of(
-                    _profile(
+                    profile_run(
                         self.torch,
                         lambda ls=launches: (self.run_ours(ls), self.stream.synchronize()),
                     )
