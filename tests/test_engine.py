@@ -393,3 +393,62 @@ def test_benchmark_samples_the_whole_process_tree(tmp_path: Path) -> None:
                 os.kill(pid, 9)
         proc.kill()
         proc.wait()
+
+
+def test_editions_side_by_side_render_each_shared_fragment_once(sample: Path,
+                                                                tmp_path: Path) -> None:
+    """Two editions' renderers sharing a fragment folder, as the processes of a build do:
+    every fragment is rendered once in all (the one that renders the capsules' bodies
+    from the last page back first stops where the other has been), and the pages are
+    those of renderers that share nothing."""
+    from curriculum import render as render_module
+    from curriculum.build import check_project
+    from curriculum.errors import Diagnostics
+    from curriculum.fragments import SharedFragments
+    from curriculum.gating import for_edition
+    from curriculum.output import Output
+    from curriculum.render import Renderer
+
+    _, cat, measurements = check_project(sample, TEMPLATES)
+    assert cat is not None and measurements is not None
+    views = {e.id: for_edition(cat, e) for e in cat.site.editions}
+    rendered: list[str] = []
+    real = render_module.render_tokens
+
+    def counting(tokens: list[object], env: dict[str, object]) -> str:
+        html = real(tokens, env)
+        rendered.append(html)
+        return html
+
+    def pages_of(edition: str, shared: SharedFragments | None, first: bool = False
+                 ) -> dict[str, bytes]:
+        view = views[edition]
+        r = Renderer(view, measurements, TEMPLATES, sample, Diagnostics(), "2026-01-01")
+        r.keep_fragments = False
+        r.shared = shared
+        units = page_units(view.catalog)
+        if first:
+            engine.prerender_capsules(r, units)
+        out = Output(edition=edition)
+        engine.render_into(r, units, out)
+        return dict(out.files)
+
+    alone = {e: pages_of(e, None) for e in ("public", "member")}
+    folder = tmp_path / "fragments"
+    folder.mkdir()
+    shared = SharedFragments(str(folder))
+    render_module.render_tokens = counting  # type: ignore[assignment]
+    try:
+        together = {"public": pages_of("public", shared, first=True),
+                    "member": pages_of("member", shared)}
+        made = len(rendered)
+        again = pages_of("public", shared, first=True)
+    finally:
+        render_module.render_tokens = real  # type: ignore[assignment]
+    assert together == alone
+    assert again == alone["public"]
+    shown_by_both = [c for c in views["public"].catalog.capsules.values()
+                     if not c.draft and c.rest is not None]
+    assert shown_by_both, "the sample should hold a capsule both editions show whole"
+    assert made == len(list(folder.iterdir())) > 0  # each fragment rendered once
+    assert len(rendered) == made  # and not again when all are there
