@@ -74,3 +74,42 @@ def test_a_body_not_sent_or_a_failed_process_is_parsed_here() -> None:
             assert parse_body(text, file, line).parsed == want.parsed
     # Outside the block nothing is taken from elsewhere.
     assert not bodies._ELSEWHERE.results and not bodies._ELSEWHERE.batch_of
+
+
+def test_a_body_parsed_elsewhere_is_linted_there(monkeypatch: pytest.MonkeyPatch,
+                                                 tmp_path: Path) -> None:
+    """The other process lints what it parses: the warnings are those of linting here, at
+    the same lines and columns, and the body is not linted again here."""
+    from curriculum import lint
+    from curriculum.bodies import check_body
+
+    capsule = tmp_path / "content" / "courses" / "c" / "capsules" / "x.md"
+    capsule.parent.mkdir(parents=True)
+    capsule.write_text("---\ntitle: X\n---\nIt ran at 3.2 TB/s.\n\n```cuda\nx = 5 ms;\n```\n"
+                       "<!-- more -->\nThen 12 ms, then {est:4 ms | 2 × 2 ms}.\n",
+                       encoding="utf-8")
+    files = [capsule.relative_to(tmp_path).as_posix()]
+    found = _bodies_of_in(tmp_path, capsule)
+    ids: dict[str, set[str]] = {"capsule": set(), "question": set(), "experiment": set()}
+
+    def warnings() -> list[str]:
+        diags = Diagnostics()
+        for text, file, line in found:
+            check_body(parse_body(text, file, line), tmp_path, ids, diags)
+        return [d.format() for d in diags.items]
+
+    here = warnings()
+    assert len(here) == 2 and "3.2 TB/s" in here[0] and "12 ms" in here[1]
+    sent = parse_capsule_files(tmp_path, [capsule])
+    monkeypatch.setattr(lint, "typed_numbers",
+                        lambda *a, **k: pytest.fail("linted again here"))
+    with parsed_elsewhere((files, lambda: dict(sent))):
+        assert warnings() == here
+
+
+def _bodies_of_in(root: Path, path: Path) -> list[tuple[str, str, int]]:
+    doc = markdown_doc(root, path, "capsule", Diagnostics())
+    assert doc is not None
+    head, tail, at = split_at_marker(doc.body, "more")
+    return [(head, doc.file, doc.body_line)] + \
+        ([(tail, doc.file, doc.body_line + at)] if tail is not None else [])

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ValidationError
 from curriculum.assets import DEFAULT_MAX_BYTES, Refused, confine
 from curriculum.catalog import Body
 from curriculum.errors import Diagnostics, Loc, did_you_mean
-from curriculum.lint import check_markup, lint_body
+from curriculum.lint import check_markup, lint_body, typed_number_spots
 from curriculum.load import RawDoc, markdown_doc
 from curriculum.markdown import (
     CONTENT_SCHEMES,
@@ -126,7 +126,8 @@ def parse_body(text: str, file: str, line: int) -> Body:
 
 def parse_capsule_files(root: Path, paths: list[Path]) -> dict[str, bytes]:
     """The bodies of these capsule files, split at `<!-- more -->` as `validate` splits
-    them and parsed, each under its text as `marshal`'d `flat_tokens`."""
+    them, parsed and linted, each under its text as its `marshal`'d `flat_tokens` and
+    `typed_number_spots`."""
     found: dict[str, bytes] = {}
     for path in paths:
         doc = markdown_doc(root, path, "capsule", Diagnostics())
@@ -135,8 +136,10 @@ def parse_capsule_files(root: Path, paths: list[Path]) -> dict[str, bytes]:
         head, tail, _ = split_at_marker(doc.body, "more")
         for text in (head, tail):
             if text is not None and text not in found:
+                tokens = parse(text)
                 with contextlib.suppress(ValueError):  # what marshal cannot write: parse there
-                    found[text] = marshal.dumps(flat_tokens(parse(text)))
+                    found[text] = marshal.dumps((flat_tokens(tokens),
+                                                 typed_number_spots(text, tokens)))
     return found
 
 
@@ -151,6 +154,7 @@ class _Elsewhere:
         self.batch_of: dict[str, int] = {}
         self.results: list[Callable[[], dict[str, bytes]]] = []
         self.parsed: list[dict[str, bytes] | None] = []
+        self.spots: dict[str, list[tuple[int, int, str]]] = {}  # by text, for `check_body`
 
     def take(self, text: str, file: str) -> list[Token] | None:
         at = self.batch_of.get(file)
@@ -164,7 +168,10 @@ class _Elsewhere:
                 parsed = {}
             self.parsed[at] = parsed
         blob = parsed.pop(text, None)
-        return None if blob is None else tokens_from_flat(marshal.loads(blob))
+        if blob is None:
+            return None
+        rows, self.spots[text] = marshal.loads(blob)
+        return tokens_from_flat(rows)
 
 
 _ELSEWHERE = _Elsewhere()
@@ -182,13 +189,14 @@ def parsed_elsewhere(*batches: Batch) -> Iterator[None]:
         yield
     finally:
         _ELSEWHERE.batch_of, _ELSEWHERE.results, _ELSEWHERE.parsed = {}, [], []
+        _ELSEWHERE.spots = {}
 
 
 def check_body(body: Body, root: Path, ids: dict[str, set[str]], diags: Diagnostics,
                 max_asset_bytes: int = DEFAULT_MAX_BYTES) -> None:
     refs = body.refs
     check_markup(body, diags)
-    lint_body(body, diags)
+    lint_body(body, diags, _ELSEWHERE.spots.pop(body.text, None))  # linted there, if parsed there
     for href, line in refs.links:
         loc = Loc(body.file, body.line + line, 1)
         scheme = link_scheme(href)

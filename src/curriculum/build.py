@@ -222,10 +222,10 @@ def _later_capsules(root: Path) -> list[list[Path]]:
     name), in `PARSE_BATCHES` batches; none below a few hundred, where a second process
     costs more.
 
-    The second process takes 70% of them: this one loads the project before it parses,
-    and checks every body, and taking a body parsed elsewhere costs it about a tenth of
-    the parse. The batches let this process take the first ones while the second parses
-    the last."""
+    The second process takes 70% of them, and lints them too: this one loads the project
+    before it parses, and checks every body, and taking a body parsed and linted
+    elsewhere costs it about a tenth of parsing and linting it. The batches let this
+    process take the first ones while the second parses the last."""
     files = [md for course in sorted((root / "content" / "courses").glob("*"))
              for md in sorted((course / "capsules").glob("*.md"))]
     if len(files) < PARSE_ELSEWHERE_FROM:

@@ -142,10 +142,10 @@ def typed_numbers(text: str, code_lines: set[int] | None = None, markup: bool = 
         yield line, m.start() - starts[line], m.group(0)
 
 
-def _code_lines(body: Body) -> set[int]:
+def _code_lines(tokens: Iterable[Any]) -> set[int]:
     """Lines (0-based, in the body) of code blocks, math blocks and comments."""
     lines: set[int] = set()
-    for tok in body.tokens:
+    for tok in tokens:
         if tok.type in _FENCE_TYPES and tok.map:
             lines.update(range(tok.map[0], tok.map[1]))
     return lines
@@ -156,9 +156,20 @@ def _warn(diags: Diagnostics, loc: Loc, found: str, hint: str = HINT) -> None:
                   "nor a spec-sheet constant", hint)
 
 
-def lint_body(body: Body, diags: Diagnostics) -> None:
-    """`prose.typed-number` over one Markdown body."""
-    for line, col, found in typed_numbers(body.text, _code_lines(body)):
+def typed_number_spots(text: str, tokens: Iterable[Any]) -> list[tuple[int, int, str]]:
+    """What `lint_body` finds in a body of this text, parsed into these tokens: (0-based
+    line in the body, 0-based column, the number with its unit) of each untyped number.
+    The process that parses a body elsewhere lints it there too."""
+    return list(typed_numbers(text, _code_lines(tokens)))
+
+
+def lint_body(body: Body, diags: Diagnostics,
+              spots: Iterable[tuple[int, int, str]] | None = None) -> None:
+    """`prose.typed-number` over one Markdown body (its `typed_number_spots`, when given,
+    are not looked for again)."""
+    if spots is None:
+        spots = typed_numbers(body.text, _code_lines(body.tokens))
+    for line, col, found in spots:
         _warn(diags, Loc(body.file, body.line + line, col + 1), found)
 
 
