@@ -27,9 +27,8 @@ from curriculum import index, store
 from curriculum.bodies import parse_capsule_files, parsed_elsewhere
 from curriculum.catalog import Catalog
 from curriculum.check import LeakCheck, check_links
-from curriculum.engine import page_units, prerender_capsules, render_into
+from curriculum.engine import page_units, render_into
 from curriculum.errors import Diagnostic, Diagnostics, UsageError
-from curriculum.fragments import SharedFragments
 from curriculum.gating import EditionView, for_edition, public_texts, withheld_texts
 from curriculum.index import add_indexes
 from curriculum.load import load_project
@@ -269,20 +268,6 @@ def _scratch(stack: contextlib.ExitStack) -> str | None:
         return None
 
 
-def _shared_fragments(stack: contextlib.ExitStack) -> str | None:
-    """A folder in memory where the editions' processes share their rendered fragments,
-    removed when `stack` closes; None where there is no memory folder (rendering a
-    fragment again costs less than a round trip through the disk)."""
-    memory = memory_folder()
-    if memory is None:
-        return None
-    try:
-        return stack.enter_context(tempfile.TemporaryDirectory(prefix="curriculum-fragments-",
-                                                               dir=memory))
-    except OSError:
-        return None
-
-
 def _parse_to_file(root: Path, batch: list[Path], dest: str) -> None:
     with open(dest, "wb") as f:
         f.write(marshal.dumps(parse_capsule_files(root, batch)))
@@ -302,11 +287,6 @@ class _EditionJob:
     out_dir: Path | None  # None: render and check, write nothing
     strict: bool
     share_fragments: bool = False  # editions rendered one after another in one process
-    # Editions built side by side: a folder where their processes share rendered
-    # fragments (`fragments.py`), and whether this process is a worker, which renders
-    # the capsules' fragments from the last page back first (`prerender_capsules`).
-    fragments: str | None = None
-    worker: bool = False
 
     def run(self, edition_id: str) -> tuple[Output, list[Diagnostic], Path | None]:
         """Render, index and check one edition, each file streamed into a staging folder
@@ -321,12 +301,7 @@ class _EditionJob:
             renderer = Renderer(view, self.measurements, self.templates, self.root, diags,
                                 self.date)
             renderer.keep_fragments = self.share_fragments
-            units = page_units(view.catalog)  # every unit is dirty
-            if self.fragments is not None:
-                renderer.shared = SharedFragments(self.fragments)
-                if self.worker:
-                    prerender_capsules(renderer, units)
-            render_into(renderer, units, out)
+            render_into(renderer, page_units(view.catalog), out)  # every unit is dirty
             leaks = LeakCheck(withheld_texts(self.catalog, view), lambda: public_texts(view))
 
             def check_pages() -> None:  # while Pagefind indexes; its files are checked after
@@ -353,7 +328,6 @@ _JOB: _EditionJob | None = None  # the job a forked worker inherits
 
 def _run_job(edition_id: str) -> tuple[Output, list[Diagnostic], Path | None]:
     assert _JOB is not None
-    _JOB.worker = True
     return _JOB.run(edition_id)
 
 
@@ -402,14 +376,12 @@ def _run_editions(job: _EditionJob, ids: list[str]
     global _JOB
     _JOB = job
     try:
-        with _forked(min(len(ids), build_jobs()) - 1) as pool, contextlib.ExitStack() as stack:
+        with _forked(min(len(ids), build_jobs()) - 1) as pool:
             if pool is None:
                 job.share_fragments = len(ids) > 1
                 return [job.run(e) for e in ids]
             # Large editions index their search bundles one edition at a time.
             index.PAGEFIND_LOCK = multiprocessing.get_context("fork").Lock()
-            shared = _shared_fragments(stack)
-            job.fragments = shared
             gc.freeze()  # the collector leaves the inherited catalog's pages shared
             # This process validated the project while the worker only highlighted code,
             # so it takes the last edition, which withholds least and so has the least to
@@ -429,7 +401,6 @@ def _run_editions(job: _EditionJob, ids: list[str]
             results = [done[e] for e in ids if e in done]
     finally:
         _JOB = None
-        job.fragments = None
         index.PAGEFIND_LOCK = None
         gc.unfreeze()
     if failure is not None:

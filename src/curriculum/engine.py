@@ -28,7 +28,7 @@ from curriculum.catalog import Body, Catalog
 from curriculum.errors import Diagnostics
 from curriculum.gating import EditionView
 from curriculum.measure import Measurements
-from curriculum.output import Output, page_url
+from curriculum.output import Output
 from curriculum.render import Renderer
 
 Unit = tuple[str, str]
@@ -92,33 +92,6 @@ def render_into(r: Renderer, units: Iterable[Unit], out: Output) -> None:
         out.pages += product.pages
         out.chapters += product.chapters
     r.out = out
-
-
-def prerender_capsules(r: Renderer, units: Iterable[Unit]) -> None:
-    """The Markdown of the capsule pages among `units`, from the last page back, put in
-    the renderer's shared fragments (`r.shared`) until one is found there already: the
-    process building another edition renders from the first page on, and from where the
-    two meet, each takes the fragments the other rendered. The files they need are added
-    when their pages render."""
-    shared = r.shared
-    if shared is None:
-        return
-    out = r.out
-    r.out = Output(edition=out.edition)
-    try:
-        for kind, cap_id in reversed(list(units)):
-            if kind != "capsule":
-                continue
-            cap = r.cat.capsules[cap_id]
-            path = page_url("capsule", cap_id, r.cat)
-            for body in (cap.rest, cap.preview):
-                if body is None or not body.text.strip():
-                    continue
-                if shared.has(shared.name((body.file, body.line, body.text, path))):
-                    return
-                r.markdown(body, path)
-    finally:
-        r.out = out
 
 
 def _render_rest(r: Renderer) -> None:

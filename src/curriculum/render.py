@@ -19,7 +19,6 @@ from markupsafe import Markup
 
 from curriculum.catalog import Body, CapsuleEntry
 from curriculum.errors import Diagnostics, Loc
-from curriculum.fragments import SharedFragments
 from curriculum.gating import EditionView
 from curriculum.markdown import headings, link_scheme, render_tokens
 from curriculum.measure import Measurements
@@ -45,8 +44,6 @@ class Renderer:
         # Whether fragments are kept for another edition rendered by this process (a build
         # whose editions run in separate processes renders each fragment once per process).
         self.keep_fragments = True
-        # Fragments shared with the processes building the other editions, if any.
-        self.shared: SharedFragments | None = None
         self._unpacked: dict[int, tuple[Body, tuple[Any, ...]]] = {}
         self.env = Environment(
             loader=FileSystemLoader(str(templates)),
@@ -70,10 +67,6 @@ class Renderer:
         # shows it, so the fragment (and the files it needs) is rendered once a build.
         key = (body.file, body.line, body.text, page)
         hit = self.m.fragments.get(key) if self.keep_fragments else None
-        name = None
-        if hit is None and self.shared is not None:  # rendered by another edition's process?
-            name = self.shared.name(key)
-            hit = self.shared.take(name)
         if hit is None:
             added: dict[str, bytes | str] = {}
             env: dict[str, Any] = {
@@ -86,11 +79,9 @@ class Renderer:
             hit = (render_tokens(list(self.tokens(body)), env), added)
             if self.keep_fragments:
                 self.m.fragments[key] = hit
-            if name is not None and self.shared is not None:
-                self.shared.put(name, hit)
         else:
-            for path, data in hit[1].items():
-                self.out.add(path, data)
+            for name, data in hit[1].items():
+                self.out.add(name, data)
         return Markup(hit[0])
 
     def tokens(self, body: Body) -> tuple[Any, ...]:
