@@ -143,3 +143,33 @@ def test_leak_check_reads_the_search_index(sample: Path, tmp_path: Path,
         build(sample, out_dir=tmp_path / "out", templates=TEMPLATES)
     where = {str(d.loc) for d in info.value.diagnostics if d.code == "leak.withheld-text"}
     assert where and all("/static/pagefind/" in w for w in where), where
+
+
+def test_a_withheld_run_shown_anyway_is_read_only_as_far_as_needed() -> None:
+    """A run of withheld text that an allowed text shows too is no leak; the allowed texts
+    are read only until each run a page holds has turned up; a run no allowed text shows
+    is a leak, and its message names it, not the shown one."""
+    from curriculum.check import LeakCheck
+    from curriculum.errors import Diagnostics
+
+    shared = "every warp loads one tile of the matrix before the loop begins"
+    secret = "the hidden schedule swaps both buffers after each third barrier wait"
+    withheld = [f"Intro words here. {shared}. Then {secret}."]
+    read: list[int] = []
+
+    def allowed() -> object:
+        for i, text in enumerate(["a title", f"A preview: {shared}.", "never needed " * 9]):
+            read.append(i)
+            yield text
+
+    check = LeakCheck(withheld, allowed)
+    ok = Diagnostics()
+    check.scan({"a/index.html": f"<main><p>{shared}</p></main>".encode()}, "public", ok)
+    assert ok.items == [] and read == [0, 1]
+    bad = Diagnostics()
+    check.scan({"b/index.html": f"<main><p>{shared}. {secret}</p></main>".encode()},
+               "public", bad)
+    assert read == [0, 1, 2]
+    assert [d.code for d in bad.items] == ["leak.withheld-text"]
+    quoted = bad.items[0].message.split('"')[1]  # the run the message names
+    assert len(quoted.split()) == 8 and quoted not in shared

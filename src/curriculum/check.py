@@ -21,7 +21,7 @@ import gzip
 import html
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -345,22 +345,36 @@ class LeakCheck:
                  allowed: Iterable[str] | Callable[[], Iterable[str]]) -> None:
         self.secret = _Runs(shingle_hashes(text) for text in withheld)
         # Runs that the edition may show anyway (a sentence both in a preview and in the
-        # withheld rest) are worked out only once some page holds a withheld run; given
-        # as a function, the texts themselves are gathered only then too.
+        # withheld rest, a code block every capsule holds) are looked for in the texts it
+        # may show only once some page holds a withheld run, and only as far as needed
+        # (`leaks`); given as a function, the texts are gathered only then too.
         self.allowed = allowed
-        self.shown: _Runs | None = None
+        self.unread: Iterator[str] | None = None  # the allowed texts not read yet
+        self.shown: set[int] = set()  # the withheld runs found in those read
         # A course sidebar repeats on every capsule page; each distinct one is read once
         # (the per-page marks of the current capsule are ignored).
         self.seen_navs: dict[str, bool] = {}
 
     def leaks(self, found: Any) -> bool:
-        """Whether any of `found` (withheld runs a file holds) is not shown anyway."""
+        """Whether any of `found` (withheld runs a file holds) is not shown anyway.
+
+        The allowed texts are read in order until each run of `found` has turned up in
+        one, and the next call goes on from there: most pages that hold a withheld run
+        hold one that a text early in the list shows too. Only a run that is never shown
+        makes this read every text (so after a leak, `shown` is complete)."""
         if not found.size:
             return False
-        if self.shown is None:
-            texts = self.allowed() if callable(self.allowed) else self.allowed
-            self.shown = _Runs(self.secret.among(shingle_hashes(text)) for text in texts)
-        return self.shown.among(found).size < found.size
+        missing = {h for h in found.tolist() if h not in self.shown}
+        if missing and self.unread is None:
+            self.unread = iter(self.allowed() if callable(self.allowed) else self.allowed)
+        while missing:
+            text = next(self.unread, None)  # type: ignore[arg-type]
+            if text is None:
+                return True
+            runs = self.secret.among(shingle_hashes(text)).tolist()
+            self.shown.update(runs)
+            missing.difference_update(runs)
+        return False
 
     def scan(self, files: Mapping[str, bytes], edition: str, diags: Diagnostics) -> None:
         secret = self.secret
@@ -410,8 +424,9 @@ class LeakCheck:
         if not hashes.size:
             return None
         withheld = self.secret.among(hashes)
-        if self.shown is not None:
-            withheld = withheld[~np.isin(withheld, self.shown.sorted)]
+        if self.shown:
+            withheld = withheld[~np.isin(withheld, np.fromiter(self.shown, np.int64,
+                                                               len(self.shown)))]
         at = np.flatnonzero(np.isin(hashes, withheld))
         runs = sorted(b" ".join(words[i:i + SHINGLE]).decode("ascii") for i in at.tolist())
         return runs[0] if runs else None

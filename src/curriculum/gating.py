@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -75,9 +76,10 @@ def for_edition(catalog: Catalog, edition: Edition) -> EditionView:
     return EditionView(edition, filtered, frozenset(locked))
 
 
-def public_texts(view: EditionView) -> list[str]:
+def public_texts(view: EditionView) -> Iterator[str]:
     """Every text the edition may show in full (for the leak check): the bodies
-    at or below its tier, previews, and all metadata, which every edition shows."""
+    at or below its tier, previews, and all metadata, which every edition shows.
+    Made as they are read: the leak check may stop early (`LeakCheck.leaks`)."""
     cat = view.catalog
     texts: list[str] = [_metadata_text(cat.site)]
     for entry in (*cat.courses.values(), *cat.paths.values()):
@@ -106,7 +108,9 @@ def public_texts(view: EditionView) -> list[str]:
         bodies.append(exp.preview.text)
         if exp.rest is not None:
             bodies.append(exp.rest.text)
-    return texts + bodies + [_as_read(b) for b in bodies]
+    yield from texts
+    yield from bodies
+    yield from (_as_read(b) for b in bodies)
 
 
 _MARKUP_ONLY = re.compile(r"\]\([^)]*\)|\{fig:[^}]*\}|[*_`#|>]+")
