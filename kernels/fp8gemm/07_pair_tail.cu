@@ -511,6 +511,7 @@ fp8_gemm_pair_tail(const __grid_constant__ TensorMap tmap_a,  // A: M x K e4m3, 
             lo = piece * HALF_GROUPS;
             hi = lo + HALF_GROUPS;
             const int peer_lo = HALF_GROUPS - lo;
+            fence_proxy_async_shared();  // the ring's TMA writes, before the peer's stores
             consumers_sync();  // both consumers are done with this CTA's ring
             if (ctid == 0) mbar_arrive_remote(peer_address(free_bar, peer));
             mbar_wait_cluster(free_bar, 0);  // and the peer with its own
