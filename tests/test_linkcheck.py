@@ -128,3 +128,22 @@ def test_every_code_is_documented() -> None:
     assert len(used) > 40
     assert sorted(used - documented) == [], "add these codes to docs/authoring.md"
     assert sorted(documented - used) == [], "docs/authoring.md lists codes no longer used"
+
+
+def test_link_values_are_found_as_the_plain_pattern_finds_them() -> None:
+    """The link check and the EPUB find a link's value from its `="` and look behind for
+    the attribute's name: on any text they find the values that `\\s(?:href|src)="..."`
+    finds, at the same places."""
+    import random
+
+    from curriculum import check, epub
+
+    plain = re.compile(r'\s(?:href|src)="([^"]*)"')
+    pieces = [" ", "\n", "\t", "\u00a0", "h", "r", "e", "f", "s", "c", "=", '"', "<", ">",
+              ' href="', ' src="', '\nhref="', 'href="', 'xsrc="', ' data-src="']
+    rng = random.Random(7)
+    for _ in range(20000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 24)))
+        want = [m.span(1) for m in plain.finditer(text)]
+        for pattern in (check._ATTR, epub._LINK):
+            assert [m.span(1) for m in pattern.finditer(text)] == want, repr(text)

@@ -29,7 +29,11 @@ from curriculum.catalog import Body, Catalog
 from curriculum.errors import Diagnostics, Loc
 from curriculum.index import visible_text
 
-_ATTR = re.compile(r"""\s(?:href|src)="([^"]*)\"""")
+# A link's value, found from its `="` (a literal the engine skips ahead to; a pattern
+# opening with `\s` tries a match at every space of a page), with the attribute's name and
+# the white space before it looked at behind. Both find the same values in a page and in
+# the spans `check_links` reads, whose edges (`<nav`, `</nav>`) no `\shref=` can cross.
+_ATTR = re.compile(r'=(?:(?<=\shref=)|(?<=\ssrc=))"([^"]*)"')
 _CSS_URL = re.compile(r"""url\(\s*['"]?([^'")]*)['"]?\s*\)""")
 _ID = re.compile(r"""id="([^"]+)\"""")  # led by a space: checked per match (faster)
 # Every byte but a-z and 0-9 becomes a space, so `split` yields `[a-z0-9]+`'s words.
