@@ -113,7 +113,7 @@ def test_geometry_is_read_from_the_source() -> None:
 def test_turn_versions_compile_their_base_with_the_turns_on() -> None:
     """03 and 04 are 01 and 02 with FP8_TURNS set: the same geometry and entry, the folder on
     NVRTC's include path, and turn code that exists in the base only behind the switch."""
-    assert fp8.INCLUDERS == ("03_ordered_issue", "04_pairs_ordered")
+    assert fp8.INCLUDERS[:2] == ("03_ordered_issue", "04_pairs_ordered")
     for stem, base in (("03_ordered_issue", "01_block_scaled"),
                        ("04_pairs_ordered", "02_cluster_multicast")):
         source = (TOPIC_DIR / f"{stem}.cu").read_text(encoding="utf-8")
@@ -123,6 +123,28 @@ def test_turn_versions_compile_their_base_with_the_turns_on() -> None:
         base_source = (TOPIC_DIR / f"{base}.cu").read_text(encoding="utf-8")
         assert "#define FP8_TURNS 0" in base_source and base_source.count("#if FP8_TURNS") == 5
     assert "01_block_scaled" not in BENCH.version_options
+
+
+def test_wide_versions_share_one_header() -> None:
+    """05, 06 and 07 include wide_staged.cuh (the geometry, the wrappers, the producer's loads,
+    the k loop with its promotion, the staged epilogue) instead of copying it: the folder on
+    NVRTC's include path, one geometry read through the include, and the header in each
+    version's fingerprint, so an edit to it stales all three."""
+    from curriculum.bench.staleness import includes
+
+    header = TOPIC_DIR / "wide_staged.cuh"
+    assert fp8.INCLUDERS == ("03_ordered_issue", "04_pairs_ordered", "05_wide_staged",
+                             "06_split_tail", "07_pair_tail")
+    for stem in fp8.INCLUDERS[2:]:
+        source = (TOPIC_DIR / f"{stem}.cu").read_text(encoding="utf-8")
+        assert '#include "wide_staged.cuh"' in source and "accumulate_range(" in source
+        assert "void accumulate_range(" not in source and "void store_staged(" not in source
+        assert BENCH.version_options[stem] == (f"-I{TOPIC_DIR}",)
+        assert header.resolve() in [p.resolve() for p in includes(TOPIC_DIR / f"{stem}.cu")]
+        g = fp8.GEOMETRY[stem]
+        assert (g.bm, g.bn, g.bk, g.threads, g.ragged_n, g.cluster) == (128, 192, 128, 384,
+                                                                       True, 1)
+    assert fp8.GEOMETRY["07_pair_tail"].smem == fp8.GEOMETRY["05_wide_staged"].smem + 16
 
 
 def test_cluster_grid_takes_only_the_clusters_that_fit() -> None:
