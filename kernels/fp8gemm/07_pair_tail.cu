@@ -1,9 +1,9 @@
 // 07 block-scaled FP8 GEMM: 05 with its last round's tiles shared by CTA pairs over DSMEM
 //
-// Idea against 06: 06 cut the last round's tiles along K as planned, but its fix-up went
-// through global memory (fp32 partials stored by the contributors, a fence, a flag, loads by
-// the finisher), and that cost all of the round it saved; a diagnostic build of 06 without
-// the fix-up (never correct, timed only) saved part of the round, less than the estimate.
+// Idea against 06: 06's exchange goes through global memory (each contributor stores a 96 KiB
+// fp32 partial, fences and raises a flag; the finisher loads them back), on the critical path
+// of the last round, and diagnostic builds of its first draft (never correct, timed only) put
+// its cost at several microseconds at 4096^3, far more than its 17 MB through L2 suggest.
 // Here the grid is launched as clusters of two CTAs (`__cluster_dims__`), and a last-round
 // tile is shared only within a pair, over distributed shared memory: when the pairs (G / 2)
 // outnumber the T tiles of the last round, pair c / 2 takes tile c / 2 of that round, each CTA
