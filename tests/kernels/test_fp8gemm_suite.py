@@ -113,7 +113,6 @@ def test_geometry_is_read_from_the_source() -> None:
 def test_turn_versions_compile_their_base_with_the_turns_on() -> None:
     """03 and 04 are 01 and 02 with FP8_TURNS set: the same geometry and entry, the folder on
     NVRTC's include path, and turn code that exists in the base only behind the switch."""
-    assert fp8.INCLUDERS[:2] == ("03_ordered_issue", "04_pairs_ordered")
     for stem, base in (("03_ordered_issue", "01_block_scaled"),
                        ("04_pairs_ordered", "02_cluster_multicast")):
         source = (TOPIC_DIR / f"{stem}.cu").read_text(encoding="utf-8")
@@ -122,7 +121,23 @@ def test_turn_versions_compile_their_base_with_the_turns_on() -> None:
         assert BENCH.version_options[stem] == (f"-I{TOPIC_DIR}",)
         base_source = (TOPIC_DIR / f"{base}.cu").read_text(encoding="utf-8")
         assert "#define FP8_TURNS 0" in base_source and base_source.count("#if FP8_TURNS") == 5
-    assert "01_block_scaled" not in BENCH.version_options
+
+
+def test_every_version_takes_the_primitives_from_one_header() -> None:
+    """hopper.cuh holds the wrappers every version uses (tensor map, mbarriers, TMA, wgmma
+    group control); no version defines them again, and the header is in every version's
+    fingerprint, so an edit to it stales them all."""
+    from curriculum.bench.staleness import includes
+
+    header = TOPIC_DIR / "hopper.cuh"
+    assert "void mbar_wait(" in header.read_text(encoding="utf-8")
+    stems = sorted(fp8.GEOMETRY)
+    assert tuple(stems) == fp8.INCLUDERS and len(stems) == 7
+    for stem in stems:
+        source = (TOPIC_DIR / f"{stem}.cu").read_text(encoding="utf-8")
+        assert "void mbar_wait(" not in source and "struct alignas(64) TensorMap" not in source
+        assert header.resolve() in [p.resolve() for p in includes(TOPIC_DIR / f"{stem}.cu")]
+        assert BENCH.version_options[stem] == (f"-I{TOPIC_DIR}",)
 
 
 def test_wide_versions_share_one_header() -> None:
@@ -133,9 +148,7 @@ def test_wide_versions_share_one_header() -> None:
     from curriculum.bench.staleness import includes
 
     header = TOPIC_DIR / "wide_staged.cuh"
-    assert fp8.INCLUDERS == ("03_ordered_issue", "04_pairs_ordered", "05_wide_staged",
-                             "06_split_tail", "07_pair_tail")
-    for stem in fp8.INCLUDERS[2:]:
+    for stem in ("05_wide_staged", "06_split_tail", "07_pair_tail"):
         source = (TOPIC_DIR / f"{stem}.cu").read_text(encoding="utf-8")
         assert '#include "wide_staged.cuh"' in source and "accumulate_range(" in source
         assert "void accumulate_range(" not in source and "void store_staged(" not in source
