@@ -86,20 +86,3 @@ def test_code_highlighted_ahead_is_reused(tmp_path: Path) -> None:
     assert 'data-lang="cuda"' in found[("__global__ void k() {}\n", "cuda")]
     md.add_highlighted({("int planted;\n", "cuda"): "<pre>planted</pre>"})
     assert md.highlight("int planted;\n", "cuda") == "<pre>planted</pre>"
-
-
-def test_bodies_render_as_markdown_it_renders_them() -> None:
-    """`render_tokens` writes plain tags itself instead of through markdown-it's renderer:
-    every Markdown file of the shipped course, the sample site and the fixtures comes out
-    as markdown-it writes it."""
-    from curriculum.markdown import renderer_parser
-
-    repo = Path(__file__).resolve().parents[1]
-    files = sorted((repo / "content").rglob("*.md")) + sorted((repo / "tests").rglob("*.md"))
-    assert len(files) > 20
-    env = {"link": lambda href: href, "image": lambda src: src, "figure": lambda meta: "F",
-           "chart": lambda text, line: "C", "artifact": lambda kind, text, line: "A"}
-    md = renderer_parser()
-    for path in files:
-        tokens = parse(path.read_text(encoding="utf-8"))
-        assert render_tokens(tokens, env) == md.renderer.render(tokens, md.options, env), path

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from markdown_it import MarkdownIt
-from markdown_it.common.utils import escapeHtml
 from markdown_it.rules_block import StateBlock
 from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
@@ -509,50 +508,8 @@ def renderer_parser() -> MarkdownIt:
 
 
 def render_tokens(tokens: list[Token], env: dict[str, Any]) -> str:
-    """A body's HTML: what `md.renderer.render(tokens, md.options, env)` writes, by a loop
-    that looks each token's rule up once and writes a plain tag (most tokens) itself."""
     md = renderer_parser()
-    return _render(md.renderer.rules, tokens, md.options, env)
-
-
-def _render(rules: dict[str, Any], tokens: list[Token], options: Any, env: dict[str, Any]) -> str:
-    out: list[str] = []
-    for i, token in enumerate(tokens):
-        kind = token.type
-        if kind == "inline":
-            if token.children:
-                out.append(_render(rules, token.children, options, env))
-            continue
-        rule = rules.get(kind)
-        out.append(rule(tokens, i, options, env) if rule is not None
-                   else _tag(tokens, i, options))
-    return "".join(out)
-
-
-def _tag(tokens: list[Token], idx: int, options: Any) -> str:
-    """markdown-it's `RendererHTML.renderToken`, written out (its method calls per token
-    were a third of rendering a body)."""
-    token = tokens[idx]
-    if token.hidden:
-        return ""
-    nesting = token.nesting
-    # A newline between a hidden paragraph and the block tag that opens after it.
-    result = "\n" if token.block and nesting != -1 and idx and tokens[idx - 1].hidden else ""
-    result += ("</" if nesting == -1 else "<") + token.tag
-    if token.attrs:
-        for key, value in token.attrs.items():
-            result += " " + escapeHtml(key) + '="' + escapeHtml(str(value)) + '"'
-    if nesting == 0 and options["xhtmlOut"]:
-        result += " /"
-    if token.block:
-        if nesting == 1 and idx + 1 < len(tokens):
-            after = tokens[idx + 1]
-            # A block holding inline content, or opened and closed at once (`<li></li>`).
-            if after.type == "inline" or after.hidden or \
-                    (after.nesting == -1 and after.tag == token.tag):
-                return result + ">"
-        return result + ">\n"
-    return result + ">"
+    return md.renderer.render(tokens, md.options, env)
 
 
 def headings(tokens: list[Token]) -> list[tuple[int, str, str]]:

@@ -191,13 +191,9 @@ class Renderer:
             search = {"kind": KIND_LABELS.get(index["kind"], index["kind"].capitalize()),
                       "access": self.cat.tier_label(index.get("access", self.cat.lowest_tier)),
                       "course": index.get("course") or ""}
-        # `up` leads from the page to the site's root folder: `{{ up }}static/x` is what
-        # `url('static/x')` gives for a file of a root folder that holds no page (static/)
-        # or of the root itself, without a call per link (a page has a dozen).
         html = self.env.get_template(template).render(
             site=self.cat.site, edition=self.view.edition, view=self.view, page_path=path,
-            title=title, description=description, url=url, up="../" * path.count("/"),
-            canonical=self.cat.site.base_url +
+            title=title, description=description, url=url, canonical=self.cat.site.base_url +
             path.removesuffix("index.html"), tier_label=self.cat.tier_label,
             root=url("index.html").removesuffix("index.html") or "./", search=search,
             footer=self._footer(), **context)
