@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import re
 import shutil
 import sys
@@ -49,3 +51,20 @@ def suite_module(topic: str) -> ModuleType:
 def version_named(loaded: LoadedSuite, stem: str) -> Version:
     """A loaded suite's version by its file stem (`03_decode`)."""
     return next(v for v in loaded.versions if v.stem == stem)
+
+
+def search_fragments(edition: Path) -> dict[str, dict]:
+    """Each page of an edition's search index, its Pagefind fragment decoded, by URL: from
+    the edition's own bundle and every bundle its entry file names (a large edition's
+    further bundles, the bundle of pages every edition shows alike)."""
+    first = edition / "static" / "pagefind"
+    entry = json.loads((first / "pagefind-entry.json").read_text(encoding="utf-8"))
+    out: dict[str, dict] = {}
+    for folder in [first, *((first / extra).resolve() for extra in entry.get("curriculum_bundles", []))]:
+        for path in sorted((folder / "fragment").iterdir()):
+            data = gzip.decompress(path.read_bytes())
+            assert data.startswith(b"pagefind_dcd"), path
+            record = json.loads(data[len(b"pagefind_dcd"):])
+            assert record["url"] not in out, f"{record['url']} is in two bundles"
+            out[record["url"]] = record
+    return out

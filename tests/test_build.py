@@ -160,13 +160,15 @@ def test_editions_built_side_by_side_match_one_at_a_time(tmp_path: Path) -> None
     script = ("import sys; from pathlib import Path; import curriculum.build as b; "
               "assert b._can_fork(), 'no fork here'; b.PARSE_ELSEWHERE_FROM = 2; "
               "b.build(Path(sys.argv[1]), out_dir=Path(sys.argv[2]), templates=Path(sys.argv[3]))")
-    for jobs, out in (("1", "one"), ("2", "two")):
+    for jobs in ("1", "2", "3"):  # three editions: one process, two, one each
         env = {**os.environ, "SOURCE_DATE_EPOCH": EPOCH, "CURRICULUM_JOBS": jobs}
-        subprocess.run([sys.executable, "-c", script, str(SAMPLE), str(tmp_path / out),
+        subprocess.run([sys.executable, "-c", script, str(SAMPLE), str(tmp_path / jobs),
                         str(TEMPLATES)], check=True, env=env, capture_output=True)
-    one, two = tree(tmp_path / "one"), tree(tmp_path / "two")
-    assert one.keys() == two.keys()
-    assert [k for k in one if one[k] != two[k]] == []
+    one = tree(tmp_path / "1")
+    for jobs in ("2", "3"):
+        other = tree(tmp_path / jobs)
+        assert one.keys() == other.keys()
+        assert [k for k in one if one[k] != other[k]] == [], jobs
 
 
 def test_a_process_with_threads_builds_in_one_process(

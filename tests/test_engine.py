@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from conftest import REPO, TEMPLATES, edit
+from conftest import REPO, TEMPLATES, edit, search_fragments
 
 from curriculum import engine, index, pages
 from curriculum.build import build
@@ -161,6 +161,23 @@ def test_a_large_edition_is_indexed_in_several_bundles(
     assert entry["curriculum_bundles"] == [f"../pagefind-{i}/" for i in range(2, bundles + 1)]
     for i in range(2, bundles + 1):
         assert (site / f"static/pagefind-{i}/pagefind.js").is_file()
+
+
+def test_bundles_of_several_editions_name_their_own_and_the_shared_ones(
+        sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunked own bundles and chunked shared bundles together: each edition's entry file
+    names all of them, and its search holds each of its indexed pages exactly once."""
+    monkeypatch.setattr(index, "PAGEFIND_CHUNK", 2)
+    result = build(sample, out_dir=tmp_path / "out", templates=TEMPLATES)
+    for edition, out in result.outputs.items():
+        site = tmp_path / "out" / edition
+        entry = json.loads((site / "static/pagefind/pagefind-entry.json").read_text())
+        extra = entry["curriculum_bundles"]
+        shared = [x for x in extra if x.startswith("../pagefind-common")]
+        assert extra[:len(extra) - len(shared)] == \
+            [f"../pagefind-{i}/" for i in range(2, len(extra) - len(shared) + 2)]
+        assert shared[0] == "../pagefind-common/" and len(shared) > 1
+        assert search_fragments(site).keys() == {"/" + p["path"] for p in out.pages}
 
 
 # -- what an edit makes dirty ------------------------------------------------------------

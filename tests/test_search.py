@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SAMPLE, TEMPLATES
+from conftest import SAMPLE, TEMPLATES, search_fragments
 
 from curriculum.build import build
 from curriculum.index import PAGEFIND_DIR
@@ -23,17 +23,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def fragments(edition: Path) -> dict[str, dict]:
-    """Each indexed page's Pagefind fragment, decoded, by URL."""
-    out = {}
-    for path in sorted((edition / PAGEFIND_DIR / "fragment").iterdir()):
-        data = gzip.decompress(path.read_bytes())
-        assert data.startswith(SIGNATURE), path
-        record = json.loads(data[len(SIGNATURE):])
-        out[record["url"]] = record
-    return out
-
-
 def test_bundle_holds_the_runtime_and_no_ui_widgets(site: Path) -> None:
     names = {p.relative_to(site / "public" / PAGEFIND_DIR).as_posix()
              for p in (site / "public" / PAGEFIND_DIR).rglob("*") if p.is_file()}
@@ -42,7 +31,7 @@ def test_bundle_holds_the_runtime_and_no_ui_widgets(site: Path) -> None:
 
 
 def test_every_listed_page_is_indexed_with_its_metadata(site: Path) -> None:
-    pages = fragments(site / "public")
+    pages = search_fragments(site / "public")
     assert "/search/index.html" not in pages and "/404.html" not in pages
     capsule = pages["/courses/demo/bandwidth/index.html"]
     assert capsule["meta"] == {"title": "Bandwidth in numbers", "kind": "Capsule",
@@ -55,8 +44,8 @@ def test_every_listed_page_is_indexed_with_its_metadata(site: Path) -> None:
 
 
 def test_public_index_has_free_body_and_no_withheld_body(site: Path) -> None:
-    public = fragments(site / "public")
-    member = fragments(site / "member")
+    public = search_fragments(site / "public")
+    member = search_fragments(site / "member")
     free = "reading and writing it once"
     assert free in public["/courses/demo/bandwidth/index.html"]["content"]
     withheld = "thirty-two fold"
@@ -67,7 +56,7 @@ def test_public_index_has_free_body_and_no_withheld_body(site: Path) -> None:
 
 
 def test_chrome_is_not_indexed(site: Path) -> None:
-    record = fragments(site / "public")["/courses/demo/bandwidth/index.html"]
+    record = search_fragments(site / "public")["/courses/demo/bandwidth/index.html"]
     for chrome in ("Skip to content", "Keyboard shortcuts", "Mark as done", "Up next"):
         assert chrome not in record["content"]
 
@@ -121,3 +110,44 @@ def _whole_main(page: str) -> str:
         return index._searchable(page)
     finally:
         index._without_excluded = real
+
+
+def test_pages_every_edition_shows_alike_are_indexed_once(site: Path) -> None:
+    """A page whose title and <main> are the same in every edition goes to one bundle,
+    copied into each edition and named by each one's entry file; every other page is
+    indexed in its edition's own bundle, so an edition's search finds its own text."""
+    from curriculum.index import _searchable
+
+    editions = ("public", "account", "member")
+    shown = {e: {url: _searchable((site / e / url.lstrip("/")).read_text(encoding="utf-8"))
+                 for url in search_fragments(site / e)} for e in editions}
+    alike = {url for url in shown["public"] if len({shown[e].get(url) for e in editions}) == 1}
+    assert alike and "/courses/demo/bandwidth/index.html" in alike  # a free capsule
+    assert "/courses/demo/tiling/index.html" not in alike  # a premium one
+    shared = {e: {p.relative_to(site / e).as_posix(): p.read_bytes()
+                  for p in (site / e / "static/pagefind-common").rglob("*") if p.is_file()}
+              for e in editions}
+    assert shared["public"] and shared["public"] == shared["account"] == shared["member"]
+    for e in editions:
+        entry = json.loads((site / e / PAGEFIND_DIR / "pagefind-entry.json").read_text())
+        assert entry["curriculum_bundles"] == ["../pagefind-common/"]
+        own = set()
+        for path in (site / e / PAGEFIND_DIR / "fragment").iterdir():
+            own.add(json.loads(gzip.decompress(path.read_bytes())[len(SIGNATURE):])["url"])
+        assert own == shown[e].keys() - alike, e
+
+
+def test_an_edition_that_fails_stops_the_others_waiting(tmp_path: Path) -> None:
+    """Editions built at once wait for each other's pages: a process that fails, or is gone,
+    must not leave the others waiting for good."""
+    from curriculum.build import _Exchange, _OtherEditionFailed
+
+    public = _Exchange(tmp_path, ["public", "member"])
+    public.offer("public", {"index.html": b"a"})
+    _Exchange(tmp_path, ["public", "member"]).fail()  # member failed before offering
+    with pytest.raises(_OtherEditionFailed):
+        public.shared("public")
+    gone = _Exchange(tmp_path / "b", ["public", "member"], alive=lambda: False)
+    (tmp_path / "b").mkdir()
+    with pytest.raises(_OtherEditionFailed):
+        gone.shared("public")

@@ -30,7 +30,7 @@ from curriculum.check import LeakCheck, check_links
 from curriculum.engine import page_units, render_into
 from curriculum.errors import Diagnostic, Diagnostics, UsageError
 from curriculum.gating import EditionView, for_edition, public_texts, withheld_texts
-from curriculum.index import add_indexes
+from curriculum.index import SharedBundle, add_indexes, search_digests
 from curriculum.load import load_project
 from curriculum.markdown import add_highlighted, highlight_files
 from curriculum.measure import Measurements, measure
@@ -101,12 +101,14 @@ def static_files(templates: Path) -> dict[str, bytes]:
 
 def finish_edition(out: Output, view: EditionView, static: dict[str, bytes], date: str,
                    meanwhile: Callable[[], None] | None = None,
-                   cancelled: Callable[[], bool] | None = None) -> dict[str, bytes]:
+                   cancelled: Callable[[], bool] | None = None,
+                   shared: SharedBundle | None = None) -> dict[str, bytes]:
     """What every edition gets after its pages: static assets and the indexes (see
-    `add_indexes` for `meanwhile` and `cancelled`); returns the search index's files."""
+    `add_indexes` for `meanwhile`, `cancelled` and `shared`); returns the search index's
+    files."""
     for path, data in static.items():
         out.add(path, data)
-    return add_indexes(out, view.catalog, date, meanwhile, cancelled)
+    return add_indexes(out, view.catalog, date, meanwhile, cancelled, shared)
 
 
 def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = None,
@@ -273,6 +275,21 @@ def _parse_to_file(root: Path, batch: list[Path], dest: str) -> None:
         f.write(marshal.dumps(parse_capsule_files(root, batch)))
 
 
+Built = tuple[Output, list[Diagnostic], Path | None]  # an edition's files, diagnostics, staging
+
+
+@dataclass
+class _Rendered:
+    """One edition between rendering and indexing: its pages are staged, not yet checked."""
+
+    edition_id: str
+    view: EditionView
+    out: Output
+    diags: Diagnostics
+    staging: Path | None
+    leaks: LeakCheck | None = None
+
+
 @dataclass
 class _EditionJob:
     """What every edition's build reads: the checked project and the build's settings."""
@@ -288,13 +305,36 @@ class _EditionJob:
     strict: bool
     share_fragments: bool = False  # editions rendered one after another in one process
 
-    def run(self, edition_id: str) -> tuple[Output, list[Diagnostic], Path | None]:
-        """Render, index and check one edition, each file streamed into a staging folder
-        as it is made; the folder is kept (to be swapped in) only if the edition passed."""
-        diags = Diagnostics()
+    def run(self, edition_ids: list[str], exchange: _Exchange) -> list[Built]:
+        """Render each edition of `edition_ids`, then index and check each, its files
+        streamed into a staging folder as they are made; a folder is kept (to be swapped
+        in) only for an edition that passed. In between, every edition of the build, here
+        and in other processes, offers what its pages show, to find the pages that all
+        show alike (`_Exchange`)."""
+        rendered: list[_Rendered] = []
+        try:
+            for edition_id in edition_ids:
+                rendered.append(self.render(edition_id))
+                exchange.offer(edition_id, search_digests(rendered[-1].out))
+            for r in rendered:  # while the other editions' processes finish rendering
+                r.leaks = LeakCheck(withheld_texts(self.catalog, r.view),
+                                    lambda view=r.view: public_texts(view))
+            # The edition that makes the shared search bundle goes first: the others wait for it.
+            order = sorted(rendered, key=lambda r: r.edition_id != exchange.maker)
+            built = {r.edition_id: self.finish(r, exchange.shared(r.edition_id)) for r in order}
+        except BaseException:
+            exchange.fail()
+            for r in rendered:
+                if r.staging is not None:
+                    discard(r.staging)
+            raise
+        return [built[e] for e in edition_ids]
+
+    def render(self, edition_id: str) -> _Rendered:
         edition = next(e for e in self.catalog.site.editions if e.id == edition_id)
         view = for_edition(self.catalog, edition)
         staging = new_staging(self.out_dir / edition_id) if self.out_dir is not None else None
+        diags = Diagnostics()
         try:
             out = Output(files=StagedFiles(staging, self.epoch) if staging else {},
                          edition=edition.id)
@@ -302,33 +342,107 @@ class _EditionJob:
                                 self.date)
             renderer.keep_fragments = self.share_fragments
             render_into(renderer, page_units(view.catalog), out)  # every unit is dirty
-            leaks = LeakCheck(withheld_texts(self.catalog, view), lambda: public_texts(view))
-
-            def check_pages() -> None:  # while Pagefind indexes; its files are checked after
-                check_links(out.files, edition.id, diags)
-                leaks.scan(out.files, edition.id, diags)
-
-            bundle = finish_edition(out, view, self.static, self.date, meanwhile=check_pages)
-            leaks.scan(bundle, edition.id, diags)
-            if staging is not None:
-                out.chapters = []  # in the EPUBs on disk now; not sent back to the parent
-            failed = diags.items if self.strict else diags.errors
-            if staging is not None and failed:
-                discard(staging)
-                staging = None
         except BaseException:
             if staging is not None:
                 discard(staging)
             raise
+        return _Rendered(edition_id, view, out, diags, staging)
+
+    def finish(self, r: _Rendered, shared: SharedBundle | None) -> Built:
+        """Index and check a rendered edition; its staging folder is discarded if it failed."""
+        out, diags, leaks = r.out, r.diags, r.leaks
+        assert leaks is not None
+
+        def check_pages() -> None:  # while Pagefind indexes; its files are checked after
+            check_links(out.files, r.edition_id, diags)
+            leaks.scan(out.files, r.edition_id, diags)
+
+        bundle = finish_edition(out, r.view, self.static, self.date, meanwhile=check_pages,
+                                shared=shared)
+        leaks.scan(bundle, r.edition_id, diags)
+        staging = r.staging
+        if staging is not None:
+            out.chapters = []  # in the EPUBs on disk now; not sent back to the parent
+            if diags.items if self.strict else diags.errors:
+                discard(staging)
+                staging = None
         return out, diags.items, staging
+
+
+class _OtherEditionFailed(Exception):
+    """Another edition's process failed; its own error is the one to report."""
+
+
+class _Exchange:
+    """How the editions of one build find the pages they all show alike (the same title
+    and <main>), so that those are indexed for search once, not once per edition
+    (`SharedBundle`).
+
+    Each edition offers a digest of each of its pages once it has rendered them
+    (`offer`), then waits for every other edition's (`shared`); the first edition makes
+    the shared bundle and hands it to the others. Editions may be built in several
+    processes at once: all of it goes through files in a scratch folder, and a process
+    that fails leaves a mark there, so that none waits for it for good (nor for a process
+    that `alive` says has gone). With no folder, nothing is shared.
+    """
+
+    def __init__(self, folder: Path | None, editions: list[str],
+                 alive: Callable[[], bool] = lambda: True) -> None:
+        self.folder = folder if len(editions) > 1 else None
+        self.editions = editions
+        self.maker = editions[0]
+        self.alive = alive
+        self.common: frozenset[str] | None = None
+
+    def offer(self, edition_id: str, digests: dict[str, bytes]) -> None:
+        if self.folder is not None:
+            self._put(f"{edition_id}.digests", marshal.dumps(digests))
+
+    def shared(self, edition_id: str) -> SharedBundle | None:
+        if self.folder is None:
+            return None
+        if self.common is None:
+            offers = [marshal.loads(self._get(f"{e}.digests")) for e in self.editions]
+            alike = set(offers[0].items()).intersection(*(o.items() for o in offers[1:]))
+            common = frozenset(path for path, _ in alike)
+            # The search page loads an edition's own bundle first: each must keep a page.
+            self.common = common if all(len(o) > len(common) for o in offers) else frozenset()
+        if not self.common:
+            return None
+        return SharedBundle(self.common, edition_id == self.maker,
+                            publish=lambda files: self._put("shared", marshal.dumps(files)),
+                            receive=lambda: marshal.loads(self._get("shared")))
+
+    def fail(self) -> None:
+        if self.folder is not None:
+            with contextlib.suppress(OSError):
+                (self.folder / "failed").touch()
+
+    def _put(self, name: str, data: bytes) -> None:
+        assert self.folder is not None
+        part = self.folder / f".{name}.part"
+        part.write_bytes(data)
+        part.rename(self.folder / name)  # whole or not there
+
+    def _get(self, name: str) -> bytes:
+        assert self.folder is not None
+        path = self.folder / name
+        while not path.exists():
+            if (self.folder / "failed").exists() or not self.alive():
+                raise _OtherEditionFailed
+            time.sleep(0.005)
+        return path.read_bytes()
 
 
 _JOB: _EditionJob | None = None  # the job a forked worker inherits
 
 
-def _run_job(edition_id: str) -> tuple[Output, list[Diagnostic], Path | None]:
+def _run_jobs(edition_ids: list[str], every: list[str], folder: str | None,
+              parent: int) -> list[Built]:
     assert _JOB is not None
-    return _JOB.run(edition_id)
+    exchange = _Exchange(Path(folder) if folder else None, every,
+                         alive=lambda: os.getppid() == parent)
+    return _JOB.run(edition_ids, exchange)
 
 
 def build_jobs() -> int:
@@ -365,48 +479,61 @@ def _forked(workers: int) -> Iterator[ProcessPoolExecutor | None]:
         yield pool
 
 
-def _run_editions(job: _EditionJob, ids: list[str]
-                  ) -> list[tuple[Output, list[Diagnostic], Path | None]]:
+def _run_editions(job: _EditionJob, ids: list[str]) -> list[Built]:
     """Each edition's build, side by side in forked processes where the system allows.
 
-    Editions share nothing but the checked project, which a forked worker inherits
-    without copying; each sends back its pages and diagnostics. The last edition
-    runs in this process while the workers run the others.
+    Editions share the checked project, which a forked worker inherits without
+    copying, and the search bundle of the pages they all show alike (`_Exchange`);
+    each sends back its pages and diagnostics. The last edition runs in this process
+    while the workers run the others.
     """
     global _JOB
     _JOB = job
+    results: list[Built] = []
+    failure: BaseException | None = None
     try:
-        with _forked(min(len(ids), build_jobs()) - 1) as pool:
-            if pool is None:
-                job.share_fragments = len(ids) > 1
-                return [job.run(e) for e in ids]
-            # Large editions index their search bundles one edition at a time.
-            index.PAGEFIND_LOCK = multiprocessing.get_context("fork").Lock()
-            gc.freeze()  # the collector leaves the inherited catalog's pages shared
-            # This process validated the project while the worker only highlighted code,
-            # so it takes the last edition, which withholds least and so has the least to
-            # leak-check; the workers take the others.
-            rest = {e: pool.submit(_run_job, e) for e in ids[:-1]}
-            done: dict[str, tuple[Output, list[Diagnostic], Path | None]] = {}
-            failure: BaseException | None = None
-            try:
-                done[ids[-1]] = job.run(ids[-1])
-            except BaseException as exc:
-                failure = exc
-            for e, future in rest.items():
+        with contextlib.ExitStack() as stack:
+            scratch = _scratch(stack) if len(ids) > 1 else None
+            folder = Path(scratch) if scratch else None
+            workers = min(len(ids), build_jobs()) - 1
+            with _forked(workers) as pool:
+                if pool is None:
+                    job.share_fragments = len(ids) > 1
+                    return job.run(ids, _Exchange(folder, ids))
+                # Large editions index their search bundles one edition at a time.
+                index.PAGEFIND_LOCK = multiprocessing.get_context("fork").Lock()
+                gc.freeze()  # the collector leaves the inherited catalog's pages shared
+                # This process validated the project while the worker only highlighted
+                # code, so it takes the last edition, which withholds least and so has the
+                # least to leak-check; the workers take the others, one task each (an
+                # edition waits for the others' pages, so none may queue behind another).
+                groups = [ids[:-1][i::workers] for i in range(workers)]
+                futures = [pool.submit(_run_jobs, group, ids, scratch, os.getpid())
+                           for group in groups]
+
+                def alive() -> bool:
+                    return not any(f.done() and f.exception() is not None for f in futures)
+
+                done: dict[str, Built] = {}
                 try:
-                    done[e] = future.result()
+                    done[ids[-1]] = job.run(ids[-1:], _Exchange(folder, ids, alive))[0]
                 except BaseException as exc:
-                    failure = failure or exc
-            results = [done[e] for e in ids if e in done]
+                    failure = exc
+                for group, future in zip(groups, futures, strict=True):
+                    try:
+                        done.update(zip(group, future.result(), strict=True))
+                    except BaseException as exc:
+                        if failure is None or isinstance(failure, _OtherEditionFailed):
+                            failure = exc  # the edition that failed, not one that waited
+                results = [done[e] for e in ids if e in done]
     finally:
         _JOB = None
         index.PAGEFIND_LOCK = None
         gc.unfreeze()
     if failure is not None:
-        for _, _, folder in results:  # what the other editions staged will not be swapped in
-            if folder is not None:
-                discard(folder)
+        for _, _, staged in results:  # what the other editions staged will not be swapped in
+            if staged is not None:
+                discard(staged)
         raise failure
     return results
 

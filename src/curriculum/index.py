@@ -16,6 +16,7 @@ import re
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape as xml_escape
@@ -196,43 +197,95 @@ def _without_excluded(main: str) -> str:
     return "".join(kept)
 
 
+@dataclass(frozen=True)
+class SharedBundle:
+    """The pages that every edition built together shows alike (the same title and <main>),
+    indexed once instead of once per edition: one edition `make`s their bundle and
+    `publish`es it, the others `receive` it. Each edition's own bundle names it in its
+    entry file, and the search page searches both (`search.js` says how)."""
+
+    paths: frozenset[str]
+    make: bool
+    publish: Callable[[dict[str, bytes]], None]
+    receive: Callable[[], dict[str, bytes]]
+
+
+SHARED_DIR = "static/pagefind-common/"
+
+
+def search_digests(out: Output) -> dict[str, bytes]:
+    """A digest of what Pagefind reads of each of the edition's indexed pages, for finding
+    the pages editions show alike."""
+    return {path: hashlib.blake2b(_searchable(out.files[path].decode("utf-8")).encode("utf-8"),
+                                  digest_size=16).digest()
+            for path in sorted(p["path"] for p in out.pages)}
+
+
 def start_search_index(out: Output, catalog: Catalog,
-                       cancelled: Callable[[], bool] | None = None
+                       cancelled: Callable[[], bool] | None = None,
+                       shared: SharedBundle | None = None
                        ) -> Callable[[], dict[str, bytes]]:
-    """Start indexing the edition's pages; the function returned waits for the bundle.
+    """Start indexing the edition's pages; the function returned waits for the bundles.
 
     Only pages listed for indexing are added, and each only through its <main>, so the
     index holds exactly the text the edition shows. Pagefind works in its own process, so
-    the caller can go on with other work before asking for the result. An edition of more
-    than `PAGEFIND_CHUNK` pages is indexed in several bundles, one after another, when the
-    result is asked for.
+    the caller can go on with other work before asking for the result. The pages of
+    `shared` go to its bundle instead (made here or received), the rest to the edition's
+    own. More than `PAGEFIND_CHUNK` pages are indexed in several bundles, one after
+    another, when the result is asked for.
     """
-    paths = sorted(p["path"] for p in out.pages)
-    chunks = [paths[i:i + PAGEFIND_CHUNK] for i in range(0, len(paths), PAGEFIND_CHUNK)] \
-        or [[]]
+    common = shared.paths if shared is not None else frozenset()
+    making = shared is not None and shared.make
+    own = _chunks(sorted(p["path"] for p in out.pages if p["path"] not in common), PAGEFIND_DIR)
+    theirs = _chunks(sorted(common), SHARED_DIR)
+    extra = [f"../{folder.removeprefix('static/')}" for folder, _ in own[1:] + theirs]
+    runs = (theirs if making else []) + own  # the shared bundle first: others wait for it
     language = catalog.site.language
 
     def run(chunk: list[str]) -> _Pagefind:
         return _Pagefind(((p, _searchable(out.files[p].decode("utf-8"))) for p in chunk),
                          language)
 
-    first = run(chunks[0]) if len(chunks) == 1 else None
+    # One bundle of each kind at most: all start now, side by side. More (a large
+    # edition): one run at a time, and one edition's at a time (`PAGEFIND_LOCK`).
+    at_once = len(own) == 1 and len(theirs) <= 1
+    started = [run(chunk) for _, chunk in runs] if at_once else []
 
     def result() -> dict[str, bytes]:
-        if first is not None:
-            return _bundle(first.result(cancelled), PAGEFIND_DIR, [])
-        lock = PAGEFIND_LOCK or contextlib.nullcontext()
-        folders = [PAGEFIND_DIR] + [f"static/pagefind-{i}/" for i in range(2, len(chunks) + 1)]
-        extra = [f"../{f.removeprefix('static/')}" for f in folders[1:]]
         files: dict[str, bytes] = {}
+        made: dict[str, bytes] = {}
+        lock = contextlib.nullcontext() if at_once else PAGEFIND_LOCK or contextlib.nullcontext()
         with lock:
-            for i, chunk in enumerate(chunks):
-                files.update(_bundle(run(chunk).result(cancelled), folders[i],
-                                     extra if i == 0 else []))
+            for i, (folder, chunk) in enumerate(runs):
+                bundle = _bundle((started[i] if at_once else run(chunk)).result(cancelled),
+                                 folder, extra if folder == PAGEFIND_DIR else [])
+                if making and i < len(theirs):
+                    made.update(bundle)
+                    if i == len(theirs) - 1:
+                        shared.publish(made)  # type: ignore[union-attr]
+                else:
+                    files.update(bundle)
+        if shared is not None:
+            files.update(made if making else shared.receive())
         return files
 
-    result.cancel = first.cancel if first is not None else (lambda: None)  # type: ignore[attr-defined]
+    def cancel() -> None:
+        for one in started:
+            one.cancel()
+
+    result.cancel = cancel  # type: ignore[attr-defined]
     return result
+
+
+def _chunks(paths: list[str], first: str) -> list[tuple[str, list[str]]]:
+    """`paths` in bundles of at most `PAGEFIND_CHUNK`, each with its folder: `first`, then
+    the same name with -2, -3, ... (none for no paths, unless `first` is the edition's own
+    bundle, which the search page always loads)."""
+    chunks = [paths[i:i + PAGEFIND_CHUNK] for i in range(0, len(paths), PAGEFIND_CHUNK)]
+    if not chunks and first == PAGEFIND_DIR:
+        chunks = [[]]
+    base = first.removesuffix("/")
+    return [(first if i == 0 else f"{base}-{i + 1}/", chunk) for i, chunk in enumerate(chunks)]
 
 
 def _bundle(files: dict[str, bytes], folder: str, extra: list[str]) -> dict[str, bytes]:
@@ -343,8 +396,10 @@ def canonical_pagefind(files: dict[str, bytes]) -> dict[str, bytes]:
 
 def add_indexes(out: Output, catalog: Catalog, build_date: str,
                 meanwhile: Callable[[], None] | None = None,
-                cancelled: Callable[[], bool] | None = None) -> dict[str, bytes]:
-    """The search index, EPUBs, sitemap and feed; returns the search index's files.
+                cancelled: Callable[[], bool] | None = None,
+                shared: SharedBundle | None = None) -> dict[str, bytes]:
+    """The search index, EPUBs, sitemap and feed; returns the search index's files
+    (with `shared`'s bundle, see `start_search_index`).
 
     Pagefind indexes in its own process while the rest is made and, if given, while
     `meanwhile` runs (the files are all in `out` by then, but for the search index).
@@ -355,7 +410,7 @@ def add_indexes(out: Output, catalog: Catalog, build_date: str,
         if cancelled is not None and cancelled():
             raise Cancelled
 
-    search = start_search_index(out, catalog, cancelled)
+    search = start_search_index(out, catalog, cancelled, shared)
     try:
         out.add(TITLES_FILE, search_titles(out))
         base = catalog.site.base_url

@@ -3,28 +3,18 @@ kind, and titles close to a query that finds nothing."""
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 from typing import Any
 
+from conftest import search_fragments
+
 from .conftest import Tab
 from .test_site import search
 
-SIGNATURE = b"pagefind_dcd"
-
-
-def fragments(edition: Path) -> dict[str, dict]:
-    out = {}
-    for path in sorted((edition / "static" / "pagefind" / "fragment").iterdir()):
-        data = gzip.decompress(path.read_bytes())
-        record = json.loads(data[len(SIGNATURE):])
-        out[record["url"]] = record
-    return out
-
 
 def test_index_holds_prose_not_code_or_figure_notes(shipped_build: Path) -> None:
-    pages = fragments(shipped_build / "public")
+    pages = search_fragments(shipped_build / "public")
     naive = pages["/courses/kernel-engineering/gemm-naive/index.html"]["content"]
     assert "one thread per element of the output" in naive  # prose stays
     for noise in ("__global__", "threadIdx", "(estimate:", "median of", " # "):

@@ -39,6 +39,26 @@ def test_search_finds_free_body_text_and_no_premium_text(sample_site: str, tab: 
     assert "No page matches" in page.inner_text("[data-search-status]")
 
 
+def test_search_over_several_bundles_finds_only_pages_holding_every_word(
+        sample_site: str, tab: Tab) -> None:
+    """The public index is two bundles: the edition's own pages, and the pages every edition
+    shows alike. Pagefind leaves out a word that its bundle lacks, so the search page asks a
+    bundle only if it holds every word some bundle holds: no page holds both words here, so
+    nothing matches, as one index of the whole edition would say."""
+    base = sample_site + "public/"
+
+    def found(query: str) -> set[str]:
+        page = search(tab, base, query)
+        return set(page.locator(".search-result a").evaluate_all("links => links.map(a => a.href)"))
+
+    readers, learn = found("readers"), found("learn")
+    assert readers and learn and not readers & learn
+    page = search(tab, base, "readers learn")
+    assert page.locator(".search-result").count() == 0
+    entry = page.evaluate("fetch('../static/pagefind/pagefind-entry.json').then(r => r.json())")
+    assert entry["curriculum_bundles"] == ["../pagefind-common/"]
+
+
 def test_member_search_finds_premium_text(sample_site: str, tab: Tab) -> None:
     """Positive control: the phrase the public index lacks is found in the member edition."""
     page = search(tab, sample_site + "member/", "premium readers learn")

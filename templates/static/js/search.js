@@ -3,23 +3,58 @@
 // results are grouped by kind. A query that finds nothing gets page titles close to it by
 // edit distance, from the titles file the build writes beside the index.
 
-let pagefind = null;
+let bundles = null;
 
+// An edition's index is one Pagefind bundle or several: a large edition's pages are indexed
+// in bundles of a bounded size, and the pages that every edition shows alike in one bundle
+// the editions share. The first bundle's entry file names the others. Each is loaded as its
+// own Pagefind module (one per folder), not merged into the first: see `searchBundles`.
 async function load(siteRoot) {
-  if (!pagefind) {
-    pagefind = await import(new URL("static/pagefind/pagefind.js", siteRoot).href);
-    await pagefind.options({ baseUrl: siteRoot.pathname });
-    await pagefind.init();
-    // A large edition is indexed in several bundles; the first one's entry file names the
-    // others, which are merged into it.
-    const entry = await fetch(new URL("static/pagefind/pagefind-entry.json", siteRoot))
+  if (!bundles) {
+    const first = new URL("static/pagefind/", siteRoot);
+    const entry = await fetch(new URL("pagefind-entry.json", first))
       .then((reply) => reply.json()).catch(() => ({}));
-    for (const extra of entry.curriculum_bundles || []) {
-      await pagefind.mergeIndex(new URL(`static/pagefind/${extra}`, siteRoot).href,
-                                { baseUrl: siteRoot.pathname });
+    const folders = [first, ...(entry.curriculum_bundles || []).map((extra) => new URL(extra, first))];
+    bundles = await Promise.all(folders.map(async (folder) => {
+      const pf = await import(new URL("pagefind.js", folder).href);
+      await pf.options({ baseUrl: siteRoot.pathname });
+      await pf.init();
+      return pf;
+    }));
+  }
+  return bundles;
+}
+
+// Pagefind leaves out of a query each word that its bundle does not hold, so a bundle
+// searched alone would answer "a b" with its pages that hold "a" when "b" is only in another
+// bundle. A bundle answers here only if it holds every word of the query that some bundle
+// holds: the same pages that one index of the whole edition would give. (A quoted phrase is
+// searched as it is.) Results from all bundles are merged by Pagefind's score.
+export async function searchBundles(list, query, filters = {}) {
+  const words = /^\s*".+"\s*$/.test(query) ? [] : query.split(/\s+/).filter(Boolean);
+  let answering = list;
+  if (list.length > 1 && words.length > 1) {
+    const holds = await Promise.all(list.map((pf) => Promise.all(
+      words.map(async (word) => (await pf.search(word)).results.length > 0))));
+    const somewhere = words.map((_, i) => holds.some((held) => held[i]));
+    answering = list.filter((_, b) => somewhere.every((some, i) => !some || holds[b][i]));
+  }
+  const found = await Promise.all(answering.map((pf) => pf.search(query, { filters })));
+  return found.flatMap((f) => f.results).sort((a, b) => b.score - a.score);
+}
+
+// Each filter's values over all bundles, with their page counts added up.
+async function allFilters(list) {
+  const merged = {};
+  for (const filters of await Promise.all(list.map((pf) => pf.filters()))) {
+    for (const [name, values] of Object.entries(filters)) {
+      merged[name] = merged[name] || {};
+      for (const [value, count] of Object.entries(values)) {
+        merged[name][value] = (merged[name][value] || 0) + count;
+      }
     }
   }
-  return pagefind;
+  return merged;
 }
 
 function fillFilters(form, available) {
@@ -189,11 +224,10 @@ export function initSearch(siteRoot) {
       return;
     }
     status.textContent = "Searching…";
-    const pf = await load(siteRoot);
-    const found = await pf.search(query, { filters });
-    const data = await Promise.all(found.results.slice(0, 30).map((r) => r.data()));
+    const results = await searchBundles(await load(siteRoot), query, filters);
+    const data = await Promise.all(results.slice(0, 30).map((r) => r.data()));
     if (mine !== serial) return;
-    const n = found.results.length;
+    const n = results.length;
     if (n) {
       list.replaceChildren(...groupByKind(data).map((g) => groupItem(g, siteRoot)));
       status.textContent = `${n} ${n === 1 ? "page matches" : "pages match"} “${query}”.`;
@@ -218,8 +252,8 @@ export function initSearch(siteRoot) {
   }
 
   load(siteRoot)
-    .then(async (pf) => {
-      const filters = await pf.filters();
+    .then(async (list) => {
+      const filters = await allFilters(list);
       const chosen = Object.fromEntries(
         [...form.querySelectorAll("[data-search-filter]")].map((s) => [s.name, params.get(s.name) || ""]),
       );
