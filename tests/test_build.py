@@ -152,13 +152,25 @@ def test_committed_schemas_are_current(tmp_path: Path) -> None:
         assert committed.read_text() == path.read_text(), f"run `curriculum schema`: {path.name}"
 
 
+def test_the_parsing_process_starts_without_the_builds_heavy_imports() -> None:
+    """`curriculum build` forks the process that parses ahead before it imports the rest of
+    the build; that start is only early if parsing needs none of the models (pydantic),
+    the renderer or the checks."""
+    script = ("import sys, curriculum.workers; "
+              "heavy = [m for m in ('pydantic', 'curriculum.catalog', 'curriculum.models', "
+              "'curriculum.render', 'curriculum.check', 'curriculum.build', 'jinja2', 'numpy') "
+              "if m in sys.modules]; assert heavy == [], heavy")
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True)
+
+
 def test_editions_built_side_by_side_match_one_at_a_time(tmp_path: Path) -> None:
     """Each build runs in a fresh interpreter: this one may hold threads (a served site, a
     browser driver), and a process with threads builds its editions one at a time. The
     side-by-side build also has its second process parse the later half of the capsules
     (a large course's way, here from two capsules on)."""
     script = ("import sys; from pathlib import Path; import curriculum.build as b; "
-              "assert b._can_fork(), 'no fork here'; b.PARSE_ELSEWHERE_FROM = 2; "
+              "import curriculum.workers as w; "
+              "assert w.can_fork(), 'no fork here'; w.PARSE_ELSEWHERE_FROM = 2; "
               "b.build(Path(sys.argv[1]), out_dir=Path(sys.argv[2]), templates=Path(sys.argv[3]))")
     for jobs in ("1", "2", "3"):  # three editions: one process, two, one each
         env = {**os.environ, "SOURCE_DATE_EPOCH": EPOCH, "CURRICULUM_JOBS": jobs}
@@ -175,16 +187,16 @@ def test_a_process_with_threads_builds_in_one_process(
         sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 
-    import curriculum.build as build_module
+    import curriculum.workers as workers
 
     monkeypatch.setenv("CURRICULUM_JOBS", "2")
     stop = threading.Event()
     waiter = threading.Thread(target=stop.wait)
     waiter.start()
     try:
-        assert not build_module._can_fork()
+        assert not workers.can_fork()
         forked: list[object] = []
-        monkeypatch.setattr(build_module, "ProcessPoolExecutor",
+        monkeypatch.setattr(workers, "ProcessPoolExecutor",
                             lambda *a, **k: forked.append(a) or pytest.fail("forked"))
         build(sample, out_dir=tmp_path / "out", templates=TEMPLATES)
         assert forked == []
@@ -198,7 +210,8 @@ import sys
 from pathlib import Path
 import curriculum.build as b
 from curriculum.errors import ContentError, Loc
-assert b._can_fork() or sys.argv[4] == "1"
+from curriculum.workers import can_fork
+assert can_fork() or sys.argv[4] == "1"
 real = b.LeakCheck.scan
 def failing(self, files, edition, diags):
     real(self, files, edition, diags)

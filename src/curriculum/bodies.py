@@ -12,19 +12,18 @@ import marshal
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from markdown_it.token import Token
-from pydantic import BaseModel, ValidationError
 
 from curriculum.assets import DEFAULT_MAX_BYTES, Refused, confine
-from curriculum.catalog import Body
 from curriculum.errors import Diagnostics, Loc, did_you_mean
 from curriculum.lint import check_markup, lint_body, typed_number_spots
 from curriculum.load import RawDoc, markdown_doc
 from curriculum.markdown import (
     CONTENT_SCHEMES,
     LANGUAGES,
+    Body,
     collect_refs,
     flat_tokens,
     is_allowed_link,
@@ -34,6 +33,10 @@ from curriculum.markdown import (
     to_mathml,
     tokens_from_flat,
 )
+
+if TYPE_CHECKING:  # pydantic is imported where a schema error is read: a process that
+    # only parses bodies (`parse_capsule_files`) starts without it
+    from pydantic import BaseModel, ValidationError
 
 # --- schema errors --------------------------------------------------------------
 
@@ -96,6 +99,8 @@ def _fields_at(model: type[BaseModel], path: tuple[str | int, ...]) -> list[str]
 
 
 def _inner_model(annotation: Any) -> type[BaseModel] | None:
+    from pydantic import BaseModel
+
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in getattr(annotation, "__args__", ()):
@@ -119,8 +124,8 @@ def parse_body(text: str, file: str, line: int) -> Body:
 #
 # Parsing is most of validating a large course, and it needs nothing from the rest of the
 # project: while this process loads and validates, a second one parses the bodies of the
-# later capsule files in load order (`parse_capsule_files`), in batches, and `parse_body`
-# takes each from its batch when validation reaches it. A body found differently there (or
+# later capsule files in load order (`parse_capsule_files`, started by `workers.ParseAhead`),
+# in batches, and `parse_body` takes each from its batch when validation reaches it. A body found differently there (or
 # not at all) is parsed here, so the tokens are those of `parse(text)` either way.
 
 

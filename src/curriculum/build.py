@@ -15,16 +15,13 @@ import gc
 import marshal
 import multiprocessing
 import os
-import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from curriculum import index, store
-from curriculum.bodies import parse_capsule_files, parsed_elsewhere
+from curriculum.bodies import parsed_elsewhere
 from curriculum.catalog import Catalog
 from curriculum.check import LeakCheck, check_links
 from curriculum.engine import page_units, render_into
@@ -32,12 +29,13 @@ from curriculum.errors import Diagnostic, Diagnostics, UsageError
 from curriculum.gating import EditionView, for_edition, public_texts, withheld_texts
 from curriculum.index import SharedBundle, add_indexes, search_digests
 from curriculum.load import load_project
-from curriculum.markdown import add_highlighted, highlight_files
+from curriculum.markdown import add_highlighted
 from curriculum.measure import Measurements, measure
 from curriculum.output import Output, StagedFiles
 from curriculum.render import Renderer
 from curriculum.validate import validate
-from curriculum.write import discard, memory_folder, new_staging, swap_in
+from curriculum.workers import ParseAhead, build_jobs, forked, scratch_folder
+from curriculum.write import discard, new_staging, swap_in
 
 
 @dataclass
@@ -113,7 +111,8 @@ def finish_edition(out: Output, view: EditionView, static: dict[str, bytes], dat
 
 def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = None,
           strict: bool = False, templates: Path | None = None, write: bool = True,
-          progress: Callable[[str], None] | None = None) -> BuildResult:
+          progress: Callable[[str], None] | None = None,
+          ahead: ParseAhead | None = None) -> BuildResult:
     """Build the chosen editions (all by default) into `out_dir/<edition>/`.
 
     Raises `ContentError` with every diagnostic when the content does not
@@ -128,21 +127,12 @@ def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = 
     if not templates.is_dir():
         raise UsageError(f"no templates folder at {templates}")
     store.load(root)  # what the last build highlighted and converted
-    with _collector_paused(), contextlib.ExitStack() as stack, \
-            _forked(min(1, build_jobs() - 1)) as side:
-        # While this process loads and validates, a second one parses the later capsules
-        # in batches (this one parses the others meanwhile, then takes those), then
-        # highlights the code blocks.
-        scratch = _scratch(stack) if side is not None else None
-        batches = [_parsed_batch(side, root, batch, f"{scratch}/{i}")
-                   for i, batch in enumerate(_later_capsules(root))] \
-            if side is not None and scratch is not None else []
-        pending = side.submit(highlight_files, sorted((root / "content").rglob("*.md"))) \
-            if side is not None else None
-        with parsed_elsewhere(*batches):
+    if ahead is None or ahead.root != root:
+        ahead = ParseAhead(root)
+    with _collector_paused(), ahead:
+        with parsed_elsewhere(*ahead.batches):
             diags, catalog, measurements = check_project(root, templates)
-        if pending is not None and pending.exception() is None:
-            add_highlighted(pending.result())  # a failure there costs only the time
+        add_highlighted(ahead.highlighted())  # a failure there costs only the time
     _trim_heap()  # before the editions fork: what a worker inherits is what is in use
     try:
         diags.raise_if_failed(strict)
@@ -216,63 +206,6 @@ def _trim_heap() -> None:
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None).malloc_trim(0)
-
-
-def _later_capsules(root: Path) -> list[list[Path]]:
-    """The later capsule files, in the order `load` reads them (courses, then files, by
-    name), in `PARSE_BATCHES` batches; none below a few hundred, where a second process
-    costs more.
-
-    The second process takes 70% of them, and lints them too: this one loads the project
-    before it parses, and checks every body, and taking a body parsed and linted
-    elsewhere costs it about a tenth of parsing and linting it. The batches let this
-    process take the first ones while the second parses the last."""
-    files = [md for course in sorted((root / "content" / "courses").glob("*"))
-             for md in sorted((course / "capsules").glob("*.md"))]
-    if len(files) < PARSE_ELSEWHERE_FROM:
-        return []
-    later = files[len(files) * 3 // 10:]
-    size = -(-len(later) // PARSE_BATCHES)
-    return [later[i:i + size] for i in range(0, len(later), size)]
-
-
-PARSE_ELSEWHERE_FROM = 200
-PARSE_BATCHES = 4
-
-
-def _parsed_batch(side: ProcessPoolExecutor, root: Path, batch: list[Path], dest: str
-                  ) -> tuple[list[str], Callable[[], dict[str, bytes]]]:
-    """One batch of `_later_capsules` parsed by the second process, as `parsed_elsewhere`
-    takes it: the files, and a function that waits for their bodies.
-
-    The bodies come back through a file, not the pool's pipe: a thread of this process
-    reads the pipe in pieces of 64 KB, each only once the validating thread lets go of
-    the interpreter, which held the second process up for a tenth of a second and more
-    per batch of a few megabytes."""
-    future = side.submit(_parse_to_file, root, batch, dest)
-
-    def result() -> dict[str, bytes]:
-        future.result()  # what went wrong there is raised here
-        with open(dest, "rb") as f:
-            found: dict[str, bytes] = marshal.loads(f.read())
-        return found
-
-    return [p.relative_to(root).as_posix() for p in batch], result
-
-
-def _scratch(stack: contextlib.ExitStack) -> str | None:
-    """A folder for the parsed batches, removed when `stack` closes; None where none can be
-    made (this process then parses every body itself)."""
-    try:
-        return stack.enter_context(tempfile.TemporaryDirectory(prefix="curriculum-parsed-",
-                                                               dir=memory_folder()))
-    except OSError:
-        return None
-
-
-def _parse_to_file(root: Path, batch: list[Path], dest: str) -> None:
-    with open(dest, "wb") as f:
-        f.write(marshal.dumps(parse_capsule_files(root, batch)))
 
 
 Built = tuple[Output, list[Diagnostic], Path | None]  # an edition's files, diagnostics, staging
@@ -445,38 +378,8 @@ def _run_jobs(edition_ids: list[str], every: list[str], folder: str | None,
     return _JOB.run(edition_ids, exchange)
 
 
-def build_jobs() -> int:
-    """How many editions to build at once: CURRICULUM_JOBS, else one per CPU core."""
-    raw = os.environ.get("CURRICULUM_JOBS", "")
-    if raw:
-        try:
-            return max(1, int(raw))
-        except ValueError as exc:
-            raise UsageError(f"CURRICULUM_JOBS={raw!r} is not a whole number") from exc
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def _can_fork() -> bool:
-    """Whether workers may be forked: the system can, and this process runs no other thread
-    (a thread holding a lock at the fork would leave that lock held in the worker for good;
-    a caller with threads, such as a test runner driving a browser, builds in one process)."""
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
-
-
-@contextlib.contextmanager
-def _forked(workers: int) -> Iterator[ProcessPoolExecutor | None]:
-    """A pool of forked workers beside this process, or None where builds run in one
-    process (fewer than one worker asked for, or `_can_fork` says no)."""
-    if workers < 1 or not _can_fork():
-        yield None
-        return
-    with ProcessPoolExecutor(max_workers=workers,
-                             mp_context=multiprocessing.get_context("fork")) as pool:
-        yield pool
 
 
 def _run_editions(job: _EditionJob, ids: list[str]) -> list[Built]:
@@ -493,10 +396,10 @@ def _run_editions(job: _EditionJob, ids: list[str]) -> list[Built]:
     failure: BaseException | None = None
     try:
         with contextlib.ExitStack() as stack:
-            scratch = _scratch(stack) if len(ids) > 1 else None
+            scratch = scratch_folder(stack, "curriculum-editions-") if len(ids) > 1 else None
             folder = Path(scratch) if scratch else None
             workers = min(len(ids), build_jobs()) - 1
-            with _forked(workers) as pool:
+            with forked(workers) as pool:
                 if pool is None:
                     job.share_fragments = len(ids) > 1
                     return job.run(ids, _Exchange(folder, ids))

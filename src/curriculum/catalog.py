@@ -3,16 +3,12 @@ every later stage reads. Entries are frozen; lists are tuples."""
 
 from __future__ import annotations
 
-import pickle
-import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 
-from markdown_it.token import Token
-
 from curriculum.errors import Loc
-from curriculum.markdown import Refs
+from curriculum.markdown import Body
 from curriculum.models import (
     CapsuleMeta,
     Course,
@@ -31,30 +27,6 @@ from curriculum.models import (
 # body: a 10,000-capsule course would otherwise hold about a gigabyte of tokens per process.
 # Each edition keeps its EPUB chapters compressed above the same size (`Chapter.of`).
 PACK_TOKENS_ABOVE = 2000
-
-
-@dataclass(frozen=True)
-class Body:
-    """A Markdown text, where it starts in its file, and its tokens, parsed once."""
-
-    text: str
-    file: str
-    line: int  # 1-based line of the text's first line
-    refs: Refs = field(default_factory=Refs, compare=False)
-    parsed: tuple[Token, ...] | bytes = field(default=(), compare=False, repr=False)
-
-    @property
-    def tokens(self) -> tuple[Token, ...]:
-        if isinstance(self.parsed, bytes):
-            return pickle.loads(zlib.decompress(self.parsed))  # type: ignore[no-any-return]
-        return self.parsed
-
-    def packed(self) -> Body:
-        """The same body with its tokens pickled and compressed."""
-        if isinstance(self.parsed, bytes):
-            return self
-        data = zlib.compress(pickle.dumps(self.parsed, protocol=pickle.HIGHEST_PROTOCOL), 1)
-        return Body(self.text, self.file, self.line, self.refs, data)
 
 
 @dataclass(frozen=True)

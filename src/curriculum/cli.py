@@ -49,7 +49,7 @@ def _escape_markup(text: str) -> str:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    from curriculum.build import build
+    from curriculum.workers import ParseAhead
 
     if args.bench:
         status = bench_before_build(args.root)
@@ -59,9 +59,14 @@ def cmd_build(args: argparse.Namespace) -> int:
             return status
     editions = None if args.edition in (None, "all") else [args.edition]
     started = time.perf_counter()
-    console = _console()
-    result = build(args.root, out_dir=args.out, editions=editions, strict=args.strict,
-                   templates=args.templates, progress=lambda line: console.print(f"[dim]{line}[/]"))
+    # The second process starts parsing before this one imports the build's stages.
+    with ParseAhead(args.root) as ahead:
+        from curriculum.build import build
+
+        console = _console()
+        result = build(args.root, out_dir=args.out, editions=editions, strict=args.strict,
+                       templates=args.templates, ahead=ahead,
+                       progress=lambda line: console.print(f"[dim]{line}[/]"))
     report(result.diagnostics.sorted())
     out = (args.out or args.root / "build").resolve()
     for edition, output in result.outputs.items():

@@ -23,10 +23,9 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from curriculum.catalog import Body
 from curriculum.errors import Diagnostics, Loc
 from curriculum.load import RawDoc
-from curriculum.markdown import FIG_RE, TYPED_OPEN, typed_markup
+from curriculum.markdown import FIG_RE, TYPED_OPEN, Body, typed_markup
 
 HINT = "cite it as {fig:…}, or write {est:value | arithmetic} or {spec:value | source}"
 YAML_HINT = ("YAML fields are plain text, where no markup renders: say it without the number, "

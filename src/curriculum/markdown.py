@@ -22,7 +22,9 @@ are turned into links.
 
 from __future__ import annotations
 
+import pickle
 import re
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
@@ -262,6 +264,30 @@ class Refs:
     typed: list[tuple[dict[str, Any], int]] = field(default_factory=list)  # est/spec, line
     words: int = 0
     code_lines: int = 0
+
+
+@dataclass(frozen=True)
+class Body:
+    """A Markdown text, where it starts in its file, and its tokens, parsed once."""
+
+    text: str
+    file: str
+    line: int  # 1-based line of the text's first line
+    refs: Refs = field(default_factory=Refs, compare=False)
+    parsed: tuple[Token, ...] | bytes = field(default=(), compare=False, repr=False)
+
+    @property
+    def tokens(self) -> tuple[Token, ...]:
+        if isinstance(self.parsed, bytes):
+            return pickle.loads(zlib.decompress(self.parsed))  # type: ignore[no-any-return]
+        return self.parsed
+
+    def packed(self) -> Body:
+        """The same body with its tokens pickled and compressed."""
+        if isinstance(self.parsed, bytes):
+            return self
+        data = zlib.compress(pickle.dumps(self.parsed, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        return Body(self.text, self.file, self.line, self.refs, data)
 
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’-]*")
