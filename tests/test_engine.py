@@ -104,6 +104,21 @@ def test_staged_files_write_and_read_back(tmp_path: Path) -> None:
     assert not (tmp_path / "a/d.txt").exists() and list(files) == ["a/b/c.html"]
 
 
+def test_staged_files_link_another_editions_copy_and_never_write_through(tmp_path: Path
+                                                                         ) -> None:
+    maker = StagedFiles(tmp_path / "public", mtime=int(EPOCH))
+    maker["static/x/a.pf"] = b"shared"
+    other = StagedFiles(tmp_path / "member", mtime=int(EPOCH))
+    assert other.link("static/x/a.pf", tmp_path / "public/static/x/a.pf")
+    assert other["static/x/a.pf"] == b"shared" and "static/x/a.pf" in other
+    assert (tmp_path / "member/static/x/a.pf").stat().st_ino == \
+        (tmp_path / "public/static/x/a.pf").stat().st_ino
+    other["static/x/a.pf"] = b"changed"  # written again: its own file, not the maker's
+    assert maker["static/x/a.pf"] == b"shared" and other["static/x/a.pf"] == b"changed"
+    assert not other.link("static/y.pf", tmp_path / "public/missing")  # nothing to link
+    assert "static/y.pf" not in other and not (tmp_path / "member/static/y.pf").exists()
+
+
 # -- navigation and memory -------------------------------------------------------------
 
 

@@ -128,6 +128,9 @@ def test_pages_every_edition_shows_alike_are_indexed_once(site: Path) -> None:
                   for p in (site / e / "static/pagefind-common").rglob("*") if p.is_file()}
               for e in editions}
     assert shared["public"] and shared["public"] == shared["account"] == shared["member"]
+    # One copy on disk: the other editions link the maker's files.
+    inodes = [{p: (site / e / p).stat().st_ino for p in shared[e]} for e in editions]
+    assert inodes[0] == inodes[1] == inodes[2]
     for e in editions:
         entry = json.loads((site / e / PAGEFIND_DIR / "pagefind-entry.json").read_text())
         assert entry["curriculum_bundles"] == ["../pagefind-common/"]

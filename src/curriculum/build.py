@@ -342,9 +342,14 @@ class _Exchange:
             self.common = common if all(len(o) > len(common) for o in offers) else frozenset()
         if not self.common:
             return None
-        return SharedBundle(self.common, edition_id == self.maker,
-                            publish=lambda files: self._put("shared", marshal.dumps(files)),
-                            receive=lambda: marshal.loads(self._get("shared")))
+        return SharedBundle(self.common, edition_id == self.maker, self._publish, self._receive)
+
+    def _publish(self, files: dict[str, bytes], folder: Path | None) -> None:
+        self._put("shared", marshal.dumps((files, str(folder) if folder else "")))
+
+    def _receive(self) -> tuple[dict[str, bytes], Path | None]:
+        files, folder = marshal.loads(self._get("shared"))
+        return files, Path(folder) if folder else None
 
     def fail(self) -> None:
         if self.folder is not None:

@@ -24,7 +24,7 @@ from xml.sax.saxutils import escape as xml_escape
 from curriculum.catalog import Catalog
 from curriculum.epub import add_epubs
 from curriculum.errors import UsageError
-from curriculum.output import KIND_LABELS, Output, page_url
+from curriculum.output import KIND_LABELS, Output, StagedFiles, page_url
 from curriculum.write import memory_folder
 
 PAGEFIND_DIR = "static/pagefind/"
@@ -206,8 +206,10 @@ class SharedBundle:
 
     paths: frozenset[str]
     make: bool
-    publish: Callable[[dict[str, bytes]], None]
-    receive: Callable[[], dict[str, bytes]]
+    # The bundle's files, and the folder where the maker wrote them (None: not written
+    # to disk), which the others link them from.
+    publish: Callable[[dict[str, bytes], Path | None], None]
+    receive: Callable[[], tuple[dict[str, bytes], Path | None]]
 
 
 SHARED_DIR = "static/pagefind-common/"
@@ -227,7 +229,8 @@ def start_search_index(out: Output, catalog: Catalog,
                        cancelled: Callable[[], bool] | None = None,
                        shared: SharedBundle | None = None
                        ) -> Callable[[], dict[str, bytes]]:
-    """Start indexing the edition's pages; the function returned waits for the bundles.
+    """Start indexing the edition's pages; the function returned waits for the bundles,
+    puts their files in `out` and returns them.
 
     Only pages listed for indexing are added, and each only through its <main>, so the
     index holds exactly the text the edition shows. Pagefind works in its own process, so
@@ -242,6 +245,7 @@ def start_search_index(out: Output, catalog: Catalog,
     theirs = _chunks(sorted(common), SHARED_DIR)
     extra = [f"../{folder.removeprefix('static/')}" for folder, _ in own[1:] + theirs]
     runs = (theirs if making else []) + own  # the shared bundle first: others wait for it
+    staged = out.files.folder if isinstance(out.files, StagedFiles) else None
     language = catalog.site.language
 
     def run(chunk: list[str]) -> _Pagefind:
@@ -263,13 +267,21 @@ def start_search_index(out: Output, catalog: Catalog,
                                  folder, extra if folder == PAGEFIND_DIR else [])
                 if making and i < len(theirs):
                     made.update(bundle)
-                    if i == len(theirs) - 1:
-                        shared.publish(made)  # type: ignore[union-attr]
+                    if i == len(theirs) - 1:  # written first, so that the others link it
+                        for path, data in made.items():
+                            out.add(path, data)
+                        shared.publish(made, staged)  # type: ignore[union-attr]
                 else:
                     files.update(bundle)
-        if shared is not None:
-            files.update(made if making else shared.receive())
-        return files
+        for path, data in files.items():
+            out.add(path, data)
+        if shared is not None and not making:
+            made, folder = shared.receive()
+            for path, data in made.items():
+                if folder is None or not isinstance(out.files, StagedFiles) \
+                        or not out.files.link(path, folder / path):
+                    out.add(path, data)
+        return {**files, **made}
 
     def cancel() -> None:
         for one in started:
@@ -459,7 +471,4 @@ def add_indexes(out: Output, catalog: Catalog, build_date: str,
     out.add("feed.xml", feed)
     if meanwhile is not None:
         meanwhile()
-    bundle = search()
-    for path, data in bundle.items():
-        out.add(path, data)
-    return bundle
+    return search()

@@ -126,18 +126,35 @@ class StagedFiles(MutableMapping[str, bytes]):
         self._dirs: set[str] = {""}
 
     def __setitem__(self, path: str, data: bytes) -> None:
+        dest = self._dest(path)
+        if path in self._paths:
+            dest.unlink()  # it may be a link (`link`): never write through to another copy
+        with open(dest, "wb") as f:
+            f.write(data)
+        if self.mtime is not None:
+            os.utime(dest, (self.mtime, self.mtime))
+        self._paths[path] = None
+
+    def link(self, path: str, source: Path) -> bool:
+        """Give `path` the file `source` as a hard link (another edition's copy of the same
+        bytes: no second copy on disk, nor a new inode to allocate); False where the system
+        will not link them, and nothing is written."""
+        try:
+            os.link(source, self._dest(path))
+        except OSError:
+            return False
+        self._paths[path] = None
+        return True
+
+    def _dest(self, path: str) -> Path:
+        """Where `path` goes, its folder made if this build has not made it yet."""
         folder = posixpath.dirname(path)
         if folder not in self._dirs:
             (self.folder / folder).mkdir(parents=True, exist_ok=True)
             while folder not in self._dirs:
                 self._dirs.add(folder)
                 folder = posixpath.dirname(folder)
-        dest = self.folder / path
-        with open(dest, "wb") as f:
-            f.write(data)
-        if self.mtime is not None:
-            os.utime(dest, (self.mtime, self.mtime))
-        self._paths[path] = None
+        return self.folder / path
 
     def __getitem__(self, path: str) -> bytes:
         if path not in self._paths:
