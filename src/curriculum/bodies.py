@@ -123,10 +123,11 @@ def parse_body(text: str, file: str, line: int) -> Body:
 # --- bodies parsed by another process ---------------------------------------------
 #
 # Parsing is most of validating a large course, and it needs nothing from the rest of the
-# project: while this process loads and validates, a second one parses the bodies of the
-# later capsule files in load order (`parse_capsule_files`, started by `workers.ParseAhead`),
-# in batches, and `parse_body` takes each from its batch when validation reaches it. A body found differently there (or
-# not at all) is parsed here, so the tokens are those of `parse(text)` either way.
+# project: while this process loads and validates, a second one (`workers.ParseAhead`)
+# parses the bodies of the later capsule files in load order (`parse_capsule_files`), in
+# batches, and `parse_body` takes each from its batch when validation reaches it. A body
+# found differently there (or not at all) is parsed here, so the tokens are those of
+# `parse(text)` either way.
 
 
 def parse_capsule_files(root: Path, paths: list[Path]) -> dict[str, bytes]:
