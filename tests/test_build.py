@@ -163,6 +163,26 @@ def test_the_parsing_process_starts_without_the_builds_heavy_imports() -> None:
     subprocess.run([sys.executable, "-c", script], check=True, capture_output=True)
 
 
+def test_check_with_a_second_process_reports_what_one_process_reports(sample: Path) -> None:
+    """`curriculum check` parses the later capsules in a second process too (from two
+    capsules on here); the diagnostics, with their lines, are the same as without it."""
+    for capsule in ("bandwidth", "tiling"):  # one parsed in place, one in the second process
+        path = sample / f"content/courses/demo/capsules/{capsule}.md"
+        path.write_text(path.read_text(encoding="utf-8") + "\nSee [this](capsule:no-such-one).\n",
+                        encoding="utf-8")
+    script = ("import sys; import curriculum.workers as w; from curriculum.cli import main; "
+              "w.PARSE_ELSEWHERE_FROM = 2; sys.exit(main(['--root', sys.argv[1], 'check']))")
+    said = {}
+    for jobs in ("1", "2"):
+        env = {**os.environ, "CURRICULUM_JOBS": jobs, "COLUMNS": "200"}
+        run = subprocess.run([sys.executable, "-c", script, str(sample)], env=env,
+                             capture_output=True, text=True)
+        assert run.returncode != 0, run.stdout + run.stderr
+        said[jobs] = run.stdout + run.stderr
+    assert "tiling.md" in said["2"] and "bandwidth.md" in said["2"] and "no-such-one" in said["2"]
+    assert said["1"] == said["2"]
+
+
 def test_editions_built_side_by_side_match_one_at_a_time(tmp_path: Path) -> None:
     """Each build runs in a fresh interpreter: this one may hold threads (a served site, a
     browser driver), and a process with threads builds its editions one at a time. The

@@ -57,12 +57,14 @@ def build_date() -> tuple[str, int | None]:
     return dt.datetime.now(dt.UTC).date().isoformat(), None
 
 
-def check_project(root: Path, templates: Path | None = None
+def check_project(root: Path, templates: Path | None = None, ahead: ParseAhead | None = None
                   ) -> tuple[Diagnostics, Catalog | None, Measurements | None]:
-    """Load, validate and measure: everything short of rendering."""
+    """Load, validate and measure: everything short of rendering. With `ahead`, the bodies
+    it parses in its second process are taken from there."""
     diags = Diagnostics()
-    docs = load_project(root, diags)
-    catalog = validate(docs, root, diags, templates)
+    with parsed_elsewhere(*(ahead.batches if ahead is not None else [])):
+        docs = load_project(root, diags)
+        catalog = validate(docs, root, diags, templates)
     if catalog is None:
         return diags, None, None
     measurements = measure(catalog, root, diags)
@@ -130,8 +132,7 @@ def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = 
     if ahead is None or ahead.root != root:
         ahead = ParseAhead(root)
     with _collector_paused(), ahead:
-        with parsed_elsewhere(*ahead.batches):
-            diags, catalog, measurements = check_project(root, templates)
+        diags, catalog, measurements = check_project(root, templates, ahead)
         add_highlighted(ahead.highlighted())  # a failure there costs only the time
     _trim_heap()  # before the editions fork: what a worker inherits is what is in use
     try:

@@ -105,9 +105,13 @@ def bench_before_build(root: Path) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from curriculum.build import check_project
+    from curriculum.workers import ParseAhead
 
-    diags, catalog, _ = check_project(args.root, args.templates)
+    # As for `build`: a second process parses the later capsules while this one validates.
+    with ParseAhead(args.root, highlight=False) as ahead:
+        from curriculum.build import check_project
+
+        diags, catalog, _ = check_project(args.root, args.templates, ahead)
     if catalog is not None and args.site:
         _check_built_site(args, catalog, diags)
     diags.raise_if_failed(args.strict)

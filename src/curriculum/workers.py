@@ -87,13 +87,14 @@ PARSE_HERE = 0.3  # the share of the capsule files, first in load order, parsed 
 
 class ParseAhead:
     """A second process that parses the later capsule files' bodies (`batches`, for
-    `bodies.parsed_elsewhere`) and then highlights every code block of the content
-    (`highlighted`); nothing when there is no second core or fork, or too few capsules.
+    `bodies.parsed_elsewhere`) and then, if asked to, highlights every code block of the
+    content (`highlighted`); nothing when there is no second core or fork, or too few
+    capsules.
 
     Use it as a context manager, or `close()` it: that waits for work already begun and
     drops work not yet begun. Validation takes the batches as it reaches them."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, highlight: bool = True) -> None:
         self.root = root.resolve()
         self.batches: list[Batch] = []
         self._stack = contextlib.ExitStack()
@@ -110,8 +111,9 @@ class ParseAhead:
         if scratch is not None:
             self.batches = [_parsed_batch(side, self.root, batch, f"{scratch}/{i}")
                             for i, batch in enumerate(later_capsules(self.root))]
-        self._highlighting = side.submit(_highlight, self.root,
-                                         sorted(content.rglob("*.md")))
+        if highlight:
+            self._highlighting = side.submit(_highlight, self.root,
+                                             sorted(content.rglob("*.md")))
 
     def highlighted(self) -> dict[tuple[str, str], str]:
         """The code blocks highlighted there, by (code, language); none if that failed
