@@ -272,6 +272,17 @@ def test_curriculum_jobs_must_be_a_number(sample: Path, tmp_path: Path,
     monkeypatch.setenv("CURRICULUM_JOBS", "two")
     with pytest.raises(UsageError, match="CURRICULUM_JOBS='two' is not a whole number"):
         build(sample, out_dir=tmp_path / "out", templates=TEMPLATES)
+    # The command says so before it starts its parsing process, and leaves no scratch folder.
+    import tempfile
+
+    from curriculum.write import memory_folder
+
+    scratch = Path(memory_folder() or tempfile.gettempdir())
+    before = set(scratch.glob("curriculum-*"))
+    assert main(["--root", str(sample), "--templates", str(TEMPLATES), "build",
+                 "--out", str(tmp_path / "cli")]) != 0
+    assert set(scratch.glob("curriculum-*")) == before
+    assert not (tmp_path / "cli").exists()
 
 
 def test_compiled_templates_are_kept_and_recompiled_when_edited(sample: Path,

@@ -100,20 +100,23 @@ class ParseAhead:
         self._stack = contextlib.ExitStack()
         self._highlighting: Future[dict[tuple[str, str], str]] | None = None
         content = self.root / "content"
-        if not content.is_dir():
+        workers = min(1, build_jobs() - 1)  # a bad CURRICULUM_JOBS stops it before it starts
+        if not content.is_dir() or workers < 1 or not can_fork():
             return
-        # The folder first: on closing, the pool is shut down (waiting for what runs)
-        # before the folder it writes into is removed.
-        scratch = scratch_folder(self._stack, "curriculum-parsed-")
-        side = self._stack.enter_context(forked(min(1, build_jobs() - 1), gc.disable))
-        if side is None:
-            return
-        if scratch is not None:
-            self.batches = [_parsed_batch(side, self.root, batch, f"{scratch}/{i}")
-                            for i, batch in enumerate(later_capsules(self.root))]
-        if highlight:
-            self._highlighting = side.submit(_highlight, self.root,
-                                             sorted(content.rglob("*.md")))
+        try:
+            # The folder first: on closing, the pool is shut down (waiting for what runs)
+            # before the folder it writes into is removed.
+            scratch = scratch_folder(self._stack, "curriculum-parsed-")
+            side = self._stack.enter_context(forked(workers, gc.disable))
+            if side is not None and scratch is not None:
+                self.batches = [_parsed_batch(side, self.root, batch, f"{scratch}/{i}")
+                                for i, batch in enumerate(later_capsules(self.root))]
+            if side is not None and highlight:
+                self._highlighting = side.submit(_highlight, self.root,
+                                                 sorted(content.rglob("*.md")))
+        except BaseException:
+            self._stack.close()
+            raise
 
     def highlighted(self) -> dict[tuple[str, str], str]:
         """The code blocks highlighted there, by (code, language); none if that failed
