@@ -128,9 +128,9 @@ def build(root: Path, out_dir: Path | None = None, editions: list[str] | None = 
     out_dir = (out_dir or root / "build").resolve()
     if not templates.is_dir():
         raise UsageError(f"no templates folder at {templates}")
-    store.load(root)  # what the last build highlighted and converted
     if ahead is None or ahead.root != root:
-        ahead = ParseAhead(root)
+        ahead = ParseAhead(root)  # forked first: it loads the store below for itself
+    store.load(root)  # what the last build highlighted and converted
     with _collector_paused(), ahead:
         diags, catalog, measurements = check_project(root, templates, ahead)
         add_highlighted(ahead.highlighted())  # a failure there costs only the time
@@ -412,10 +412,10 @@ def _run_editions(job: _EditionJob, ids: list[str]) -> list[Built]:
                 # Large editions index their search bundles one edition at a time.
                 index.PAGEFIND_LOCK = multiprocessing.get_context("fork").Lock()
                 gc.freeze()  # the collector leaves the inherited catalog's pages shared
-                # This process validated the project while the worker only highlighted
-                # code, so it takes the last edition, which withholds least and so has the
-                # least to leak-check; the workers take the others, one task each (an
-                # edition waits for the others' pages, so none may queue behind another).
+                # This process validated the project, so it takes the last edition, which
+                # withholds least and so has the least to leak-check; the workers take the
+                # others, one task each (an edition waits for the others' pages, so none
+                # may queue behind another).
                 groups = [ids[:-1][i::workers] for i in range(workers)]
                 futures = [pool.submit(_run_jobs, group, ids, scratch, os.getpid())
                            for group in groups]
