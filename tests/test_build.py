@@ -203,6 +203,53 @@ def test_editions_built_side_by_side_match_one_at_a_time(tmp_path: Path) -> None
         assert [k for k in one if one[k] != other[k]] == [], jobs
 
 
+_COUNT_HIGHLIGHTS = """
+import os, sys
+from pathlib import Path
+import pygments
+import curriculum.build as b
+import curriculum.workers as w
+assert w.can_fork(), "no fork here"
+w.HIGHLIGHT_HERE = float(sys.argv[4])
+real = pygments.highlight
+def counted(code, lexer, formatter):
+    with open(sys.argv[5], "a") as f:
+        f.write(f"{os.getpid()} {code.splitlines()[0]}\\n")
+    return real(code, lexer, formatter)
+pygments.highlight = counted
+b.build(Path(sys.argv[1]), out_dir=Path(sys.argv[2]), templates=Path(sys.argv[3]))
+"""
+
+
+def test_code_is_highlighted_once_by_two_processes(sample: Path, tmp_path: Path) -> None:
+    """With no store from an earlier build, the building process highlights the code of
+    the first files and the second process that of the others; no block is highlighted
+    twice (the editions' renderers reuse both), and the next build highlights none."""
+    shutil.rmtree(sample / ".cache", ignore_errors=True)  # a store the fixture was left with
+    tiling = sample / "content/courses/demo/capsules/tiling.md"
+    tiling.write_text(tiling.read_text(encoding="utf-8") +
+                      "\n```cuda\n__device__ float twice(float x) { return 2 * x; }\n```\n",
+                      encoding="utf-8")
+    files = sorted((sample / "content").rglob("*.md"))
+    with_code = [i for i, f in enumerate(files) if "```cuda" in f.read_text(encoding="utf-8")]
+    assert len(with_code) == 2
+    share = (with_code[0] + 1.5) / len(files)  # the first file with code here, the rest there
+    log = tmp_path / "highlighted.txt"
+    env = {**os.environ, "CURRICULUM_JOBS": "2"}
+    for out in ("first", "second"):
+        subprocess.run([sys.executable, "-c", _COUNT_HIGHLIGHTS, str(sample),
+                        str(tmp_path / out), str(TEMPLATES), str(share), str(log)],
+                       check=True, env=env, capture_output=True)
+        if out == "first":
+            made = [line.split(" ", 1) for line in log.read_text().splitlines()]
+            log.unlink()
+    blocks = [line for _, line in made]
+    assert len(blocks) == len(set(blocks)) >= len(with_code), made
+    assert len({pid for pid, _ in made}) == 2, made
+    assert not log.exists(), "the second build highlighted again"
+    assert pages(tmp_path / "first") == pages(tmp_path / "second")
+
+
 def test_a_process_with_threads_builds_in_one_process(
         sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
