@@ -481,9 +481,9 @@ PSS_EVERY = 10  # samples
 
 def timed(cmd: list[str], cwd: Path, out: Path, env: dict[str, str] | None = None
           ) -> tuple[float, float, tuple[int, int]]:
-    """Run `cmd` once into a fresh `out`; return (wall seconds, child CPU seconds, the
-    peaks of the process tree's resident and proportional-set bytes, sampled every 50 ms
-    and every 0.5 s)."""
+    """Run `cmd` once, writing `out` (deleted first if it exists); return (wall seconds,
+    child CPU seconds, the peaks of the process tree's resident and proportional-set bytes,
+    sampled every 50 ms and every 0.5 s)."""
     if out.exists():
         shutil.rmtree(out)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -522,16 +522,28 @@ def summarize(walls: list[float], cpus: list[float]) -> dict[str, Any]:
             "cpu_median": statistics.median(cpus)}
 
 
+# Where each run writes. By default every run gets a folder of its own and none is deleted
+# until the series ends: on a disk that will not soon reuse a freed inode (ext4 without a
+# journal skips every inode freed in the last minute, one by one, for each file it makes),
+# deleting the last run's output just before a build charges that build, for each file it
+# makes, a walk past the thousands just freed (see bench/README.md). `--replace-output`
+# deletes it just before each run instead, as a rebuild over an existing site does.
+
+
+def output_folder(work: Path, tool: str, run: int, replace: bool) -> Path:
+    return work / (f"site-{tool}" if replace else f"site-{tool}-{run + 1}")
+
+
 def run_bench(corpus: Corpus, runs: int, work: Path, templates: Path,
-              with_mkdocs: bool = True) -> dict[str, Any]:
+              with_mkdocs: bool = True, replace_output: bool = False,
+              empty_cache: bool = False) -> dict[str, Any]:
     assert corpus.curriculum_root is not None and corpus.mkdocs_root is not None
     py = sys.executable
-    cur_out = work / "site-curriculum"
-    mk_out = work / "site-mkdocs"
     base = [py, "-m", "curriculum", "--root", str(corpus.curriculum_root),
             "--templates", str(templates)]
-    cur_cmd = [*base, "build", "--out", str(cur_out)]
-    mk_cmd = [py, "-m", "mkdocs", "build", "-q", "-d", str(mk_out)]
+    commands = {"curriculum": [*base, "build", "--out"],
+                "mkdocs": [py, "-m", "mkdocs", "build", "-q", "-d"]}
+    cache = corpus.curriculum_root / ".cache"
 
     # Validate once (untimed) so a broken corpus fails with a clear message.
     check = subprocess.run([*base, "check"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -544,13 +556,18 @@ def run_bench(corpus: Corpus, runs: int, work: Path, templates: Path,
     walls: dict[str, list[float]] = {"curriculum": [], "mkdocs": []}
     cpus: dict[str, list[float]] = {"curriculum": [], "mkdocs": []}
     peaks: dict[str, list[tuple[int, int]]] = {"curriculum": [], "mkdocs": []}
-    tools = [("curriculum", cur_cmd, corpus.curriculum_root, cur_out)]
+    tools = [("curriculum", corpus.curriculum_root)]
     if with_mkdocs:
-        tools.append(("mkdocs", mk_cmd, corpus.mkdocs_root, mk_out))
+        tools.append(("mkdocs", corpus.mkdocs_root))
+    outs: dict[str, list[Path]] = {"curriculum": [], "mkdocs": []}
     for r in range(runs):  # interleave the tools so drift hits both alike
         said = []
-        for name, cmd, cwd, out in tools:
-            w, c, peak = timed(cmd, cwd, out)
+        for name, cwd in tools:
+            out = output_folder(work, name, r, replace_output)
+            if name == "curriculum" and empty_cache and cache.exists():
+                shutil.rmtree(cache)
+            w, c, peak = timed([*commands[name], str(out)], cwd, out)
+            outs[name].append(out)
             walls[name].append(w)
             cpus[name].append(c)
             peaks[name].append(peak)
@@ -558,13 +575,18 @@ def run_bench(corpus: Corpus, runs: int, work: Path, templates: Path,
                         f"PSS {peak[1] / 2**20:,.0f} MiB)")
         print(f"  run {r + 1}/{runs}: {', '.join(said)}", file=sys.stderr)
 
+    cur_out = outs["curriculum"][-1]
     pages = {e: count_html(cur_out / e) for e in EDITIONS}
     pages_total = sum(pages.values())
     cur = summarize(walls["curriculum"], cpus["curriculum"])
     res: dict[str, Any] = {
         "source_pages": sources,
+        "outputs": ("each run's output deleted just before the next run" if replace_output
+                    else "a new folder for each run, none deleted until the series ends"),
+        "curriculum_cache": ("emptied before each run" if empty_cache
+                             else "kept between runs (the first run starts without one)"),
         "curriculum": {
-            "command": cur_cmd, **cur,
+            "command": [*commands["curriculum"], str(cur_out)], **cur,
             "peak_rss_bytes": max(p[0] for p in peaks["curriculum"]),
             "peak_pss_bytes": max(p[1] for p in peaks["curriculum"]),
             "html_pages": {**pages, "total": pages_total},
@@ -575,8 +597,9 @@ def run_bench(corpus: Corpus, runs: int, work: Path, templates: Path,
     }
     if with_mkdocs:
         mk = summarize(walls["mkdocs"], cpus["mkdocs"])
+        mk_out = outs["mkdocs"][-1]
         mk_pages = count_html(mk_out)
-        res["mkdocs"] = {"command": mk_cmd, **mk,
+        res["mkdocs"] = {"command": [*commands["mkdocs"], str(mk_out)], **mk,
                          "peak_rss_bytes": max(p[0] for p in peaks["mkdocs"]),
                          "peak_pss_bytes": max(p[1] for p in peaks["mkdocs"]),
                          "html_pages": mk_pages, "s_per_source_page": mk["median"] / sources,
@@ -589,6 +612,10 @@ def run_bench(corpus: Corpus, runs: int, work: Path, templates: Path,
             "per_source_page_cpu": mk["cpu_median"] / cur["cpu_median"],
             "headline_pages": (pages_total / cur["median"]) / (mk_pages / mk["median"]),
         }
+    for made in outs.values():  # the last run's sites stay (`--keep`), the others go
+        for out in made[:-1]:
+            if out != made[-1]:  # with `--replace-output` every run wrote the same one
+                shutil.rmtree(out, ignore_errors=True)
     return res
 
 
@@ -617,6 +644,7 @@ def render_table(res: dict[str, Any]) -> str:
         f"words, access {res['corpus']['access']}; {res['runs']} cold runs each; "
         f"{res['cpus']} CPUs, 1-min load {res['load_average_1m']['start']:.1f} at start, "
         f"{res['load_average_1m']['end']:.1f} at end",
+        f"outputs: {res['outputs']}; curriculum's cache: {res['curriculum_cache']}",
         "",
         f"{'tool':<28}{'pages':>8}{'median s':>10}{'min s':>8}{'max s':>8}{'cpu s':>8}"
         f"{'ms/source':>11}{'RSS MiB':>9}{'PSS MiB':>9}",
@@ -652,6 +680,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="write JSON results to FILE (default: after the table, on stdout)")
     ap.add_argument("--no-mkdocs", action="store_true",
                     help="time curriculum alone (a large corpus, when mkdocs was timed before)")
+    ap.add_argument("--replace-output", action="store_true",
+                    help="delete each tool's last output just before its next run, instead "
+                         "of a new folder for every run")
+    ap.add_argument("--empty-cache", action="store_true",
+                    help="remove the curriculum project's .cache/ before each of its runs "
+                         "(highlighted code, MathML and compiled templates made again)")
     args = ap.parse_args(argv)
     if args.capsules < 2 or args.runs < 1:
         ap.error("need --capsules >= 2 and --runs >= 1")
@@ -677,7 +711,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"generated {args.capsules} capsules in {time.perf_counter() - started:.1f} s "
               f"under {work}", file=sys.stderr)
         res = run_bench(corpus, args.runs, work, args.templates.resolve(),
-                        with_mkdocs=not args.no_mkdocs)
+                        with_mkdocs=not args.no_mkdocs, replace_output=args.replace_output,
+                        empty_cache=args.empty_cache)
     finally:
         if tmp is not None:
             tmp.cleanup()
