@@ -613,9 +613,8 @@ def run_bench(corpus: Corpus, runs: int, work: Path, templates: Path,
             "headline_pages": (pages_total / cur["median"]) / (mk_pages / mk["median"]),
         }
     for made in outs.values():  # the last run's sites stay (`--keep`), the others go
-        for out in made[:-1]:
-            if out != made[-1]:  # with `--replace-output` every run wrote the same one
-                shutil.rmtree(out, ignore_errors=True)
+        for out in set(made[:-1]) - {made[-1]}:
+            shutil.rmtree(out, ignore_errors=True)
     return res
 
 
