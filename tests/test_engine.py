@@ -351,6 +351,7 @@ def test_a_second_build_reuses_the_stored_blocks_and_formulas_and_writes_the_sam
     [kept] = (sample / store.STORE).glob("*.json.gz")
     data = json.loads(__import__("gzip").decompress(kept.read_bytes()))
     assert data["highlight"] and data["math"]
+    first = kept.stat().st_ino
     # The next build (a fresh process, in effect) converts nothing the store has.
     monkeypatch.setattr(markdown, "_HIGHLIGHTED", {})
     monkeypatch.setattr(markdown, "_MATHML", {})
@@ -365,6 +366,18 @@ def test_a_second_build_reuses_the_stored_blocks_and_formulas_and_writes_the_sam
     build(sample, out_dir=tmp_path / "b", templates=TEMPLATES)
     a, b = tree(tmp_path / "a"), tree(tmp_path / "b")
     assert a.keys() == b.keys() and [k for k in a if a[k] != b[k]] == []
+    # That build used exactly what the store held, so it left the store as it was; a build
+    # that converts a new formula writes it again, with the formula.
+    assert kept.stat().st_ino == first, "an unchanged build wrote the store again"
+    monkeypatch.undo()
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    monkeypatch.setenv("CURRICULUM_JOBS", "1")
+    capsule = sample / "content/courses/demo/capsules/bandwidth.md"
+    capsule.write_text(capsule.read_text(encoding="utf-8") + "\nAlso $q_{17} + 1$.\n",
+                       encoding="utf-8")
+    build(sample, out_dir=tmp_path / "c", templates=TEMPLATES)
+    again = json.loads(__import__("gzip").decompress(kept.read_bytes()))
+    assert "q_{17} + 1" in [latex for latex, _, _ in again["math"]]
 
 
 def test_no_tier_or_edition_name_is_written_into_the_generator() -> None:

@@ -417,6 +417,11 @@ def converted() -> tuple[dict[tuple[str, str], str], dict[tuple[str, bool], str]
     return dict(_HIGHLIGHTED), dict(_MATHML)
 
 
+def stored() -> tuple[dict[tuple[str, str], str], dict[tuple[str, bool], str]]:
+    """What an earlier build's store offered this process (`add_stored`)."""
+    return _STORED_HIGHLIGHTED, _STORED_MATHML
+
+
 def add_stored(blocks: dict[tuple[str, str], str], math: dict[tuple[str, bool], str]) -> None:
     """What an earlier build highlighted and converted (see `store.py`): used when the same
     block or formula comes again, and kept only if it does."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from jinja2 import Environment
 from jinja2.bccache import Bucket, BytecodeCache, FileSystemBytecodeCache
 
-from curriculum.markdown import add_stored, converted
+from curriculum.markdown import add_stored, converted, stored
 
 STORE = Path(".cache") / "markdown"
 FORMAT = 1  # bump when what `highlight` or `to_mathml` writes changes
@@ -50,11 +50,17 @@ def load(root: Path) -> None:
 
 
 def save(root: Path) -> None:
-    """Keep what this build highlighted and converted, for the next one (atomically)."""
+    """Keep what this build highlighted and converted, for the next one (atomically); a
+    store that holds exactly what this build used, as after an unchanged build, is kept
+    as it is."""
     blocks, math = converted()
+    kept_blocks, kept_math = stored()
+    path = _path(root)
+    if blocks.keys() == kept_blocks.keys() and math.keys() == kept_math.keys() \
+            and path.is_file():
+        return
     data = {"highlight": sorted([c, lang, h] for (c, lang), h in blocks.items()),
             "math": sorted([latex, d, m] for (latex, d), m in math.items())}
-    path = _path(root)
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         for old in path.parent.glob("*.json.gz"):  # another version's store
